@@ -1,0 +1,98 @@
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  check,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+import type { JsonObject } from '../src/domain/run-step.ts';
+
+/**
+ * The tables as they stand after the latest migration in `migrations/`.
+ * A test applies the migrations and proves they produce exactly this.
+ */
+export const runs = pgTable(
+  'runs',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    uuid: uuid('uuid').notNull().unique('runs_uuid_unique'),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    status: text('status').notNull(),
+    terminationReason: text('termination_reason'),
+    rounds: integer('rounds').notNull().default(0),
+    promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull().default(0),
+    completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull().default(0),
+    estimatedCost: numeric('estimated_cost', { precision: 18, scale: 6, mode: 'number' })
+      .notNull()
+      .default(0),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('runs_created_at_idx').on(t.createdAt.desc(), t.id.desc()),
+    index('runs_owner_created_at_idx').on(t.owner, t.createdAt.desc(), t.id.desc()),
+    check(
+      'runs_status_known',
+      sql`${t.status} in ('queued', 'running', 'waiting_for_approval', 'waiting_for_input', 'completed', 'failed', 'cancelled')`,
+    ),
+    check(
+      'runs_termination_reason_known',
+      sql`${t.terminationReason} in ('completed', 'max_iterations', 'budget_exhausted', 'policy_denied', 'approval_denied', 'provider_failed', 'cancelled', 'retries_exhausted', 'not_retryable', 'context_truncated')`,
+    ),
+    check(
+      'runs_counters_not_negative',
+      sql`${t.rounds} >= 0 and ${t.promptTokens} >= 0 and ${t.completionTokens} >= 0 and ${t.estimatedCost} >= 0`,
+    ),
+  ],
+);
+
+export const runSteps = pgTable(
+  'run_steps',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    runId: bigint('run_id', { mode: 'number' })
+      .notNull()
+      .references(() => runs.id, { onDelete: 'cascade' }),
+    sequence: integer('sequence').notNull(),
+    kind: text('kind').notNull(),
+    round: integer('round').notNull().default(0),
+    durationMs: integer('duration_ms').notNull().default(0),
+    occurredAt: timestamp('occurred_at', { withTimezone: true }).notNull(),
+    toolName: text('tool_name'),
+    server: text('server'),
+    toolIsError: boolean('tool_is_error'),
+    toolOutcome: text('tool_outcome'),
+    payload: jsonb('payload').$type<JsonObject>().notNull().default({}),
+    metadata: jsonb('metadata').$type<JsonObject>().notNull().default({}),
+  },
+  (t) => [
+    uniqueIndex('run_steps_run_id_sequence_unique').on(t.runId, t.sequence),
+    index('run_steps_occurred_at_idx').on(t.occurredAt),
+    check(
+      'run_steps_kind_known',
+      sql`${t.kind} in ('request', 'llm', 'tool', 'tool_write', 'assembled', 'context', 'dropped', 'approval', 'input')`,
+    ),
+    check('run_steps_sequence_positive', sql`${t.sequence} > 0`),
+    check('run_steps_round_not_negative', sql`${t.round} >= 0`),
+    check('run_steps_duration_not_negative', sql`${t.durationMs} >= 0`),
+    // SPEC 2.5, stated by the database as well as by the RunStep value object.
+    check('run_steps_tool_outcome_known', sql`${t.toolOutcome} in ('ok', 'failed', 'cancelled')`),
+    check('run_steps_tool_outcome_only_on_tool_steps', sql`${t.toolOutcome} is null or ${t.kind} = 'tool'`),
+    check(
+      'run_steps_tool_outcome_agrees_with_is_error',
+      sql`${t.toolOutcome} is null or ${t.toolIsError} is not distinct from (${t.toolOutcome} <> 'ok')`,
+    ),
+  ],
+);
+
+export const schema = { runs, runSteps };

@@ -1,0 +1,148 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { DatabaseHandle, Session } from './connection.ts';
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export class MigrationError extends Error {
+  constructor(
+    readonly code: 'MIGRATION_CHANGED' | 'MIGRATION_UNKNOWN' | 'MIGRATION_FAILED',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'MigrationError';
+  }
+}
+
+const FILE_NAME = /^(\d{4})_([a-z0-9_]+)\.sql$/;
+// Any constant serves, as long as every migrator takes the same one.
+const MIGRATION_LOCK_KEY = 7_140_061_913;
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((file) => FILE_NAME.test(file))
+    .sort()
+    .map((file) => {
+      const [, version = '', name = ''] = FILE_NAME.exec(file) ?? [];
+      const sql = readFileSync(`${dir}/${file}`, 'utf8');
+      return {
+        version: Number(version),
+        name,
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
+export interface MigrateOptions {
+  /** Apply up to and including this version (default: all). */
+  target?: number;
+  log?: (line: string) => void;
+  migrations?: Migration[];
+}
+
+interface AppliedRow {
+  version: number;
+  checksum: string;
+}
+
+/**
+ * Applies the pending migrations in order, each in its own transaction.
+ * Applying twice is a no-op; a migration whose file changed after it was
+ * applied stops everything rather than leave two versions of the truth.
+ */
+export async function migrate(handle: DatabaseHandle, options: MigrateOptions = {}): Promise<Migration[]> {
+  const migrations = options.migrations ?? loadMigrations();
+  const target = options.target ?? Number.POSITIVE_INFINITY;
+  const log = options.log ?? (() => {});
+  return handle.withSession(async (session) => {
+    await session.exec(`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY})`);
+    try {
+      await session.exec(`CREATE TABLE IF NOT EXISTS runledger_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        checksum text NOT NULL,
+        applied_at timestamp with time zone NOT NULL DEFAULT now()
+      )`);
+      const applied = new Map(
+        (await session.query<AppliedRow>('SELECT version, checksum FROM runledger_migrations')).map((row) => [
+          row.version,
+          row.checksum,
+        ]),
+      );
+      verifyHistory(migrations, applied);
+      const pending = migrations.filter((m) => !applied.has(m.version) && m.version <= target);
+      for (const migration of pending) {
+        await applyOne(session, migration);
+        log(`applied ${label(migration)}`);
+      }
+      return pending;
+    } finally {
+      await session.exec(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY})`);
+    }
+  });
+}
+
+function label(migration: Migration): string {
+  return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
+}
+
+function verifyHistory(migrations: Migration[], applied: Map<number, string>): void {
+  const known = new Map(migrations.map((m) => [m.version, m]));
+  for (const [version, checksum] of applied) {
+    const migration = known.get(version);
+    if (!migration) {
+      throw new MigrationError(
+        'MIGRATION_UNKNOWN',
+        `the database has migration ${version}, which this build lacks`,
+      );
+    }
+    if (migration.checksum !== checksum) {
+      throw new MigrationError(
+        'MIGRATION_CHANGED',
+        `migration ${label(migration)} changed after it was applied`,
+      );
+    }
+  }
+}
+
+async function applyOne(session: Session, migration: Migration): Promise<void> {
+  await session.exec('BEGIN');
+  try {
+    await session.exec(migration.sql);
+    await session.query('INSERT INTO runledger_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+      migration.version,
+      migration.name,
+      migration.checksum,
+    ]);
+    await session.exec('COMMIT');
+  } catch (error) {
+    await session.exec('ROLLBACK');
+    throw new MigrationError('MIGRATION_FAILED', `migration ${label(migration)} failed: ${String(error)}`, {
+      cause: error,
+    });
+  }
+}
+
+/** The version the database is at, 0 when nothing is applied. */
+export async function currentVersion(handle: DatabaseHandle): Promise<number> {
+  return handle.withSession(async (session) => {
+    const rows = await session.query<{ version: number | null }>(
+      "SELECT CASE WHEN to_regclass('runledger_migrations') IS NULL THEN NULL ELSE 0 END AS version",
+    );
+    if (rows[0]?.version === null) return 0;
+    const [row] = await session.query<{ version: number }>(
+      'SELECT coalesce(max(version), 0)::int AS version FROM runledger_migrations',
+    );
+    return row?.version ?? 0;
+  });
+}

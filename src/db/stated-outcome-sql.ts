@@ -1,0 +1,15 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { runSteps } from '../../drizzle/schema.ts';
+import type { ToolOutcome } from '../domain/tool-outcome.ts';
+
+/**
+ * The boolean-first rule in SQL: a call of `stated_tool_outcome`, defined once
+ * in migrations/0002. Every query that filters or groups by outcome goes
+ * through here; a test proves it agrees with `statedOutcome()` in src/domain.
+ */
+export function statedOutcomeSql(
+  columns: { toolIsError: AnyPgColumn; toolOutcome: AnyPgColumn } = runSteps,
+): SQL<ToolOutcome | null> {
+  return sql<ToolOutcome | null>`stated_tool_outcome(${columns.toolIsError}, ${columns.toolOutcome})`;
+}

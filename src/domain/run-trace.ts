@@ -1,0 +1,113 @@
+import { boundToolResult } from './bounding.ts';
+import { DomainError } from './errors.ts';
+import { type JsonObject, RunStep } from './run-step.ts';
+import type { StepKind } from './step-kind.ts';
+import { isErrorOutcome, outcomeFromIsError } from './tool-outcome.ts';
+import { type JsonValue, ToolResult } from './tool-result.ts';
+
+/** One call of one tool, as the agent describes it. */
+export interface ToolCall {
+  round: number;
+  durationMs: number;
+  toolName: string;
+  server: string | null;
+  arguments: JsonValue;
+  occurredAt?: Date;
+}
+
+/** A step of any kind but the two a tool result produces. */
+export interface PlainStep {
+  kind: Exclude<StepKind, 'tool' | 'tool_write'>;
+  round: number;
+  durationMs: number;
+  occurredAt?: Date;
+  payload?: JsonObject;
+  metadata?: JsonObject;
+}
+
+const utf8 = new TextEncoder();
+const byteLength = (text: string) => utf8.encode(text).length;
+
+/**
+ * Turns what happens in a run into its steps, numbered from `nextSequence`.
+ * Tool calls are recorded from the old boolean or from a typed result; both
+ * end in one builder, where `toolIsError` is derived from the outcome.
+ */
+export class RunTrace {
+  readonly #steps: RunStep[] = [];
+  #nextSequence: number;
+  readonly #clock: () => Date;
+
+  constructor(options: { nextSequence?: number; clock?: () => Date } = {}) {
+    this.#nextSequence = options.nextSequence ?? 1;
+    this.#clock = options.clock ?? (() => new Date());
+  }
+
+  get steps(): readonly RunStep[] {
+    return this.#steps;
+  }
+
+  /** The entry point of callers that only know the boolean: `ok` or `failed`, never `cancelled`. */
+  recordToolExecution(call: ToolCall, content: string, isError: boolean): RunStep[] {
+    return this.#recordToolCall(call, ToolResult.of(outcomeFromIsError(isError), content));
+  }
+
+  /** The typed entry point: the outcome is read off the result. */
+  recordToolResult(call: ToolCall, result: ToolResult): RunStep[] {
+    return this.#recordToolCall(call, result);
+  }
+
+  recordStep(step: PlainStep): RunStep {
+    if ((step.kind as StepKind) === 'tool' || (step.kind as StepKind) === 'tool_write') {
+      throw new DomainError('STEP_TOOL_NEEDS_RESULT', 'tool steps are recorded from a tool result');
+    }
+    return this.#append({
+      kind: step.kind,
+      round: step.round,
+      durationMs: step.durationMs,
+      occurredAt: step.occurredAt ?? this.#clock(),
+      payload: step.payload ?? {},
+      metadata: step.metadata ?? {},
+    });
+  }
+
+  #recordToolCall(call: ToolCall, unbounded: ToolResult): RunStep[] {
+    const result = boundToolResult(unbounded);
+    const occurredAt = call.occurredAt ?? this.#clock();
+    const argumentsJson = JSON.stringify(call.arguments) ?? 'null';
+    const toolStep = this.#append({
+      kind: 'tool',
+      round: call.round,
+      durationMs: call.durationMs,
+      occurredAt,
+      toolName: call.toolName,
+      server: call.server,
+      toolOutcome: result.outcome,
+      toolIsError: isErrorOutcome(result.outcome),
+      payload: { arguments: call.arguments, content: result.content, artifacts: [...result.artifacts] },
+      metadata: {
+        argumentsBytes: byteLength(argumentsJson),
+        contentBytes: byteLength(result.content),
+        artifactCount: result.artifacts.length,
+      },
+    });
+    if (!result.writeTarget) return [toolStep];
+    const writeStep = this.#append({
+      kind: 'tool_write',
+      round: call.round,
+      durationMs: 0,
+      occurredAt,
+      toolName: call.toolName,
+      server: call.server,
+      writeTarget: result.writeTarget,
+    });
+    return [toolStep, writeStep];
+  }
+
+  #append(props: Omit<ConstructorParameters<typeof RunStep>[0], 'sequence'>): RunStep {
+    const step = new RunStep({ ...props, sequence: this.#nextSequence });
+    this.#nextSequence += 1;
+    this.#steps.push(step);
+    return step;
+  }
+}

@@ -1,0 +1,17 @@
+export const STEP_KINDS = [
+  'request',
+  'llm',
+  'tool',
+  'tool_write',
+  'assembled',
+  'context',
+  'dropped',
+  'approval',
+  'input',
+] as const;
+
+export type StepKind = (typeof STEP_KINDS)[number];
+
+export function isStepKind(value: unknown): value is StepKind {
+  return typeof value === 'string' && (STEP_KINDS as readonly string[]).includes(value);
+}

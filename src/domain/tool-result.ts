@@ -1,0 +1,88 @@
+import { isErrorOutcome, ToolOutcome } from './tool-outcome.ts';
+
+/** A JSON value as stored: what an artifact may hold. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+export type ToolArtifact = {
+  title: string;
+  /** `text` content is a string; `json` content any JSON value. */
+  type: 'text' | 'json';
+  content: JsonValue;
+};
+
+export type WriteKind = 'created' | 'updated';
+
+/** A record the tool wrote on our side: which table, which row, and how. */
+export interface WriteTarget {
+  readonly table: string;
+  readonly uid: string;
+  readonly kind: WriteKind;
+}
+
+/**
+ * The result of one tool call. It holds one outcome; `isError` is derived from
+ * it, so "cancelled but not an error" cannot be represented. Failed and
+ * cancelled results are fail-closed: they carry no artifacts and no write target.
+ */
+export class ToolResult {
+  private constructor(
+    readonly outcome: ToolOutcome,
+    readonly content: string,
+    readonly artifacts: readonly ToolArtifact[],
+    readonly writeTarget: WriteTarget | null,
+  ) {
+    Object.freeze(this);
+  }
+
+  static ok(
+    content: string,
+    artifacts: readonly ToolArtifact[] = [],
+    writeTarget: WriteTarget | null = null,
+  ) {
+    return new ToolResult(ToolOutcome.Ok, content, Object.freeze([...artifacts]), writeTarget);
+  }
+
+  static failed(content: string): ToolResult {
+    return new ToolResult(ToolOutcome.Failed, content, Object.freeze([]), null);
+  }
+
+  static cancelled(content: string): ToolResult {
+    return new ToolResult(ToolOutcome.Cancelled, content, Object.freeze([]), null);
+  }
+
+  /**
+   * The one way to build a result from an outcome known only at run time. Whatever
+   * the caller passes, a failed or cancelled result keeps neither artifacts nor
+   * a write target.
+   */
+  static of(
+    outcome: ToolOutcome,
+    content: string,
+    artifacts: readonly ToolArtifact[] = [],
+    writeTarget: WriteTarget | null = null,
+  ): ToolResult {
+    switch (outcome) {
+      case ToolOutcome.Ok:
+        return ToolResult.ok(content, artifacts, writeTarget);
+      case ToolOutcome.Failed:
+        return ToolResult.failed(content);
+      case ToolOutcome.Cancelled:
+        return ToolResult.cancelled(content);
+    }
+  }
+
+  get isError(): boolean {
+    return isErrorOutcome(this.outcome);
+  }
+
+  /** Attaching a write target to a failed or cancelled result changes nothing. */
+  withWriteTarget(writeTarget: WriteTarget): ToolResult {
+    if (this.isError) return this;
+    return new ToolResult(this.outcome, this.content, this.artifacts, writeTarget);
+  }
+
+  /** The same result with other channels, through the fail-closed factory. */
+  withChannels(content: string, artifacts: readonly ToolArtifact[]): ToolResult {
+    return ToolResult.of(this.outcome, content, artifacts, this.writeTarget);
+  }
+}

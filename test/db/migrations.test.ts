@@ -1,0 +1,140 @@
+import { createRequire } from 'node:module';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps, runs } from '../../drizzle/schema.ts';
+import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
+import { RunStep } from '../../src/domain/run-step.ts';
+import { describeTables } from '../support/catalog.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
+
+const latest = Math.max(...loadMigrations().map((m) => m.version));
+
+describe.each(backendNames)('migrations (%s)', (backend) => {
+  it('apply in order, and applying again is a no-op', async () => {
+    const database = await openTestDatabase(backend, { migrateTo: 0 });
+    try {
+      const first = await migrate(database.handle);
+      expect(first.map((m) => m.version)).toEqual(loadMigrations().map((m) => m.version));
+      expect(await currentVersion(database.handle)).toBe(latest);
+      expect(await migrate(database.handle)).toEqual([]);
+      expect(await currentVersion(database.handle)).toBe(latest);
+    } finally {
+      await database.dispose();
+    }
+  });
+
+  it('refuse to run when an applied migration has changed', async () => {
+    const database = await openTestDatabase(backend, { migrateTo: 1 });
+    try {
+      const edited = loadMigrations().map((m) => (m.version === 1 ? { ...m, checksum: 'edited' } : m));
+      const refusal = await migrate(database.handle, { migrations: edited }).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(MigrationError);
+      expect((refusal as MigrationError).code).toBe('MIGRATION_CHANGED');
+      expect(await currentVersion(database.handle)).toBe(1);
+    } finally {
+      await database.dispose();
+    }
+  });
+
+  it('roll back a failing migration whole', async () => {
+    const database = await openTestDatabase(backend, { migrateTo: 0 });
+    try {
+      const broken = [
+        ...loadMigrations(),
+        { version: 9999, name: 'broken', checksum: 'x', sql: 'CREATE TABLE half_done (id int); SELECT 1/0;' },
+      ];
+      const refusal = await migrate(database.handle, { migrations: broken }).catch((error: unknown) => error);
+      expect((refusal as MigrationError).code).toBe('MIGRATION_FAILED');
+      expect(await currentVersion(database.handle)).toBe(latest);
+      const [row] = await database.handle.withSession((s) =>
+        s.query<{ exists: boolean }>("SELECT to_regclass('half_done') IS NOT NULL AS exists"),
+      );
+      expect(row?.exists).toBe(false);
+    } finally {
+      await database.dispose();
+    }
+  });
+
+  describe('a database with steps written before outcomes existed', () => {
+    let database: TestDatabase;
+    beforeAll(async () => {
+      database = await openTestDatabase(backend, { migrateTo: 1 });
+      await database.handle.withSession(async (session) => {
+        const columns = await session.query<{ column_name: string }>(
+          "SELECT column_name FROM information_schema.columns WHERE table_name = 'run_steps'",
+        );
+        expect(columns.map((c) => c.column_name)).not.toContain('tool_outcome');
+        await session.exec(`
+          INSERT INTO runs (uuid, owner, configuration, status, termination_reason)
+          VALUES ('00000000-0000-4000-8000-000000000001', 'alice', 'legacy', 'completed', 'completed');
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at, tool_name, server, tool_is_error)
+          SELECT id, 1, 'tool', now(), 'search', 'docs', true FROM runs;
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at, tool_name, server, tool_is_error)
+          SELECT id, 2, 'tool', now(), 'search', 'docs', false FROM runs;
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at) SELECT id, 3, 'llm', now() FROM runs;`);
+      });
+      await migrate(database.handle);
+    });
+    afterAll(async () => database?.dispose());
+
+    it('keeps every legacy step at the outcome it had, with nothing backfilled', async () => {
+      const rows = await database.handle.db.select().from(runSteps).orderBy(runSteps.sequence);
+      expect(rows.map((r) => r.toolOutcome)).toEqual([null, null, null]);
+      expect(rows.map((r) => RunStep.fromRecord(r).outcome)).toEqual(['failed', 'ok', null]);
+      const viaSql = await database.handle.withSession((s) =>
+        s.query<{ stated: string | null }>(
+          'SELECT stated_tool_outcome(tool_is_error, tool_outcome) AS stated FROM run_steps ORDER BY sequence',
+        ),
+      );
+      expect(viaSql.map((r) => r.stated)).toEqual(['failed', 'ok', null]);
+      expect(await database.handle.db.select().from(runs)).toHaveLength(1);
+    });
+
+    it('ends with every outcome constraint validated', async () => {
+      const rows = await database.handle.withSession((s) =>
+        s.query<{ conname: string; convalidated: boolean }>(
+          "SELECT conname, convalidated FROM pg_constraint WHERE conname LIKE 'run_steps_tool_outcome%' ORDER BY conname",
+        ),
+      );
+      expect(rows).toEqual([
+        { conname: 'run_steps_tool_outcome_agrees_with_is_error', convalidated: true },
+        { conname: 'run_steps_tool_outcome_known', convalidated: true },
+        { conname: 'run_steps_tool_outcome_only_on_tool_steps', convalidated: true },
+      ]);
+    });
+  });
+
+  it('add the outcome constraints NOT VALID first, and validate them in a later migration', () => {
+    const byVersion = new Map(loadMigrations().map((m) => [m.version, m.sql]));
+    const adding = byVersion.get(2) ?? '';
+    const validating = byVersion.get(3) ?? '';
+    for (const name of [
+      'run_steps_tool_outcome_known',
+      'run_steps_tool_outcome_only_on_tool_steps',
+      'run_steps_tool_outcome_agrees_with_is_error',
+    ]) {
+      expect(adding).toMatch(new RegExp(`ADD CONSTRAINT ${name}\\s+CHECK \\([^;]*\\) NOT VALID;`));
+      expect(validating).toContain(`VALIDATE CONSTRAINT ${name};`);
+    }
+    expect(adding).not.toMatch(/\bUPDATE\b|\bDEFAULT\b/);
+  });
+
+  it('build exactly the tables that drizzle/schema.ts defines', async () => {
+    const require = createRequire(import.meta.url);
+    const { generateDrizzleJson, generateMigration } =
+      require('drizzle-kit/api') as typeof import('drizzle-kit/api');
+    const ddl = await generateMigration(generateDrizzleJson({}), generateDrizzleJson({ runs, runSteps }));
+    const fromMigrations = await openTestDatabase(backend);
+    const fromDrizzle = await openTestDatabase(backend, { migrateTo: 0 });
+    try {
+      await fromDrizzle.handle.withSession((s) => s.exec(ddl.join('\n')));
+      const tables = ['runs', 'run_steps'];
+      const expected = await describeTables(fromDrizzle.handle, tables);
+      const actual = await describeTables(fromMigrations.handle, tables);
+      expect(expected.columns.length).toBeGreaterThan(20);
+      expect(actual).toEqual(expected);
+    } finally {
+      await fromMigrations.dispose();
+      await fromDrizzle.dispose();
+    }
+  });
+});

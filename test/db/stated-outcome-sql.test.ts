@@ -1,0 +1,93 @@
+import { asc, eq, sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps, runs } from '../../drizzle/schema.ts';
+import { statedOutcomeSql } from '../../src/db/stated-outcome-sql.ts';
+import { statedOutcome } from '../../src/domain/stated-outcome.ts';
+import { STEP_KINDS } from '../../src/domain/step-kind.ts';
+import { TOOL_OUTCOMES } from '../../src/domain/tool-outcome.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
+
+const booleans = [null, true, false] as const;
+const outcomes = [null, ...TOOL_OUTCOMES] as const;
+const combinations = STEP_KINDS.flatMap((kind) =>
+  booleans.flatMap((toolIsError) => outcomes.map((toolOutcome) => ({ kind, toolIsError, toolOutcome }))),
+);
+
+describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScript (%s)', (backend) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+  });
+  afterAll(async () => database?.dispose());
+
+  it('for every combination of kind, tool_is_error and tool_outcome, evaluated by the SQL function', async () => {
+    const rows = await database.handle.withSession((session) =>
+      session.query<{ i: number; stated: string | null }>(
+        `SELECT i::int AS i, stated_tool_outcome(e, o) AS stated
+           FROM unnest($1::int[], $2::boolean[], $3::text[]) AS c(i, e, o) ORDER BY i`,
+        [
+          combinations.map((_, i) => i),
+          combinations.map((c) => c.toolIsError),
+          combinations.map((c) => c.toolOutcome),
+        ],
+      ),
+    );
+    expect(rows).toHaveLength(combinations.length);
+    for (const row of rows) {
+      const combination = combinations[row.i];
+      if (!combination) throw new Error(`no combination ${row.i}`);
+      expect({ ...combination, stated: row.stated }).toEqual({
+        ...combination,
+        stated: statedOutcome(combination.toolIsError, combination.toolOutcome),
+      });
+    }
+  });
+
+  it('for every combination the table accepts, read through the query expression', async () => {
+    const db = database.handle.db;
+    const [run] = await db
+      .insert(runs)
+      .values({ uuid: crypto.randomUUID(), owner: 'alice', configuration: 'c', status: 'running' })
+      .returning({ id: runs.id });
+    if (!run) throw new Error('no run');
+    let inserted = 0;
+    for (const [index, combination] of combinations.entries()) {
+      try {
+        await db.transaction(async (tx) => {
+          await tx
+            .insert(runSteps)
+            .values({ runId: run.id, sequence: index + 1, occurredAt: new Date(), ...combination });
+        });
+        inserted += 1;
+      } catch {
+        // Refused by a CHECK constraint: covered by the refusal tests.
+      }
+    }
+    // kinds x (3 legacy/none pairs) + 3 valid outcome pairs on tool steps
+    expect(inserted).toBe(STEP_KINDS.length * 3 + 3);
+    const read = await db
+      .select({
+        kind: runSteps.kind,
+        toolIsError: runSteps.toolIsError,
+        toolOutcome: runSteps.toolOutcome,
+        stated: statedOutcomeSql(),
+      })
+      .from(runSteps)
+      .where(eq(runSteps.runId, run.id))
+      .orderBy(asc(runSteps.sequence));
+    expect(read).toHaveLength(inserted);
+    for (const row of read) {
+      expect(row.stated).toBe(statedOutcome(row.toolIsError, row.toolOutcome));
+    }
+    const grouped = await db
+      .select({ stated: statedOutcomeSql(), n: sql<number>`count(*)::int` })
+      .from(runSteps)
+      .groupBy(statedOutcomeSql());
+    expect(Object.fromEntries(grouped.map((g) => [String(g.stated), g.n]))).toEqual({
+      null: STEP_KINDS.length,
+      ok: STEP_KINDS.length + 1,
+      failed: STEP_KINDS.length + 1,
+      cancelled: 1,
+    });
+  });
+});

@@ -1,0 +1,15 @@
+import { createRequire } from 'node:module';
+import { defineConfig } from 'vitest/config';
+
+// One copy of graphql for the whole run: graphql 16 refuses types from "another realm".
+const graphqlEntry = createRequire(import.meta.url).resolve('graphql');
+
+export default defineConfig({
+  resolve: { alias: { graphql: graphqlEntry } },
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+  },
+});
