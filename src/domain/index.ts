@@ -1,6 +1,7 @@
 export * from './bounding.ts';
 export * from './errors.ts';
 export * from './labels.ts';
+export * from './outcome-counts.ts';
 export * from './run-status.ts';
 export * from './run-step.ts';
 export * from './run-trace.ts';

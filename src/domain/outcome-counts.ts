@@ -1,0 +1,25 @@
+import type { ToolOutcome } from './tool-outcome.ts';
+
+export interface OutcomeCounts {
+  ok: number;
+  failed: number;
+  cancelled: number;
+  total: number;
+  /** failed / (ok + failed): a cancel never raises it. Null when nothing ran to an answer. */
+  failureRate: number | null;
+}
+
+export type OutcomeTally = Readonly<Record<ToolOutcome, number>>;
+
+export function outcomeCounts(tally: OutcomeTally): OutcomeCounts {
+  const answered = tally.ok + tally.failed;
+  return {
+    ok: tally.ok,
+    failed: tally.failed,
+    cancelled: tally.cancelled,
+    total: tally.ok + tally.failed + tally.cancelled,
+    failureRate: answered === 0 ? null : tally.failed / answered,
+  };
+}
+
+export const NO_OUTCOMES: OutcomeTally = Object.freeze({ ok: 0, failed: 0, cancelled: 0 });

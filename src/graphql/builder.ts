@@ -1,0 +1,35 @@
+import SchemaBuilder from '@pothos/core';
+import RelayPlugin from '@pothos/plugin-relay';
+import type { Context } from './context.ts';
+import { badUserInput } from './errors.ts';
+
+export const builder = new SchemaBuilder<{
+  Context: Context;
+  Scalars: {
+    DateTime: { Input: Date; Output: Date };
+    ID: { Input: string; Output: string | number };
+  };
+  DefaultFieldNullability: false;
+}>({
+  plugins: [RelayPlugin],
+  // Fields are non-null unless declared otherwise, so generated clients are exact.
+  defaultFieldNullability: false,
+  relay: {
+    clientMutationId: 'omit',
+    cursorType: 'String',
+    decodeGlobalID: (globalID: string) => {
+      const decoded = Buffer.from(globalID, 'base64url').toString('utf8');
+      const separator = decoded.indexOf(':');
+      const typename = decoded.slice(0, separator);
+      const id = decoded.slice(separator + 1);
+      if (separator < 1 || !id || !/^[A-Za-z]+$/.test(typename)) {
+        throw badUserInput(`${JSON.stringify(globalID)} is not a global id`, 'id');
+      }
+      return { typename, id };
+    },
+    encodeGlobalID: (typename: string, id: string | number | bigint) =>
+      Buffer.from(`${typename}:${id}`).toString('base64url'),
+  },
+});
+
+builder.queryType({});

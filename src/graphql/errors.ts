@@ -1,0 +1,12 @@
+import { GraphQLError } from 'graphql';
+
+/** Stable `extensions.code` values clients can match on. */
+export const ErrorCode = {
+  BadUserInput: 'BAD_USER_INPUT',
+} as const;
+
+export function badUserInput(message: string, field?: string): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: { code: ErrorCode.BadUserInput, ...(field ? { field } : {}) },
+  });
+}

@@ -1,0 +1,72 @@
+import DataLoader from 'dataloader';
+import type { Database } from '../db/connection.ts';
+import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
+import {
+  allStepsOfRuns,
+  findStepsByIds,
+  type StepRow,
+  type StepSlice,
+  sliceStepsOfRuns,
+  tallyToolOutcomesOfRuns,
+} from '../db/steps.ts';
+import type { OutcomeTally } from '../domain/outcome-counts.ts';
+
+function byKey<K, V>(rows: readonly V[], key: (row: V) => K): Map<K, V> {
+  return new Map(rows.map((row) => [key(row), row]));
+}
+
+export interface StepSliceKey {
+  runId: number;
+  slice: StepSlice;
+}
+
+/**
+ * Per-request loaders: every list of runs asks the database once per field,
+ * not once per run.
+ */
+export function createLoaders(db: Database) {
+  return {
+    runByUuid: new DataLoader<string, RunRow | null>(async (uuids) => {
+      const rows = byKey(await findRunsByUuids(db, uuids), (r) => r.uuid);
+      return uuids.map((uuid) => rows.get(uuid) ?? null);
+    }),
+    runById: new DataLoader<number, RunRow | null>(async (ids) => {
+      const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
+      return ids.map((id) => rows.get(id) ?? null);
+    }),
+    stepById: new DataLoader<number, StepRow | null>(async (ids) => {
+      const rows = byKey(await findStepsByIds(db, ids), (r) => r.id);
+      return ids.map((id) => rows.get(id) ?? null);
+    }),
+    toolOutcomeTally: new DataLoader<number, OutcomeTally>(async (runIds) => {
+      const tallies = await tallyToolOutcomesOfRuns(db, runIds);
+      return runIds.map((id) => tallies.get(id) ?? { ok: 0, failed: 0, cancelled: 0 });
+    }),
+    allSteps: new DataLoader<number, StepRow[]>(async (runIds) => {
+      const steps = await allStepsOfRuns(db, runIds);
+      return runIds.map((id) => steps.get(id) ?? []);
+    }),
+    // Runs asking for the same slice (the usual case: one field in a list) share one statement.
+    stepSlice: new DataLoader<StepSliceKey, StepRow[], string>(
+      async (keys) => {
+        const groups = new Map<string, { slice: StepSlice; runIds: number[] }>();
+        for (const { runId, slice } of keys) {
+          const id = JSON.stringify(slice);
+          const group = groups.get(id) ?? { slice, runIds: [] };
+          group.runIds.push(runId);
+          groups.set(id, group);
+        }
+        const results = new Map<string, Map<number, StepRow[]>>();
+        await Promise.all(
+          [...groups].map(async ([id, group]) => {
+            results.set(id, await sliceStepsOfRuns(db, group.runIds, group.slice));
+          }),
+        );
+        return keys.map(({ runId, slice }) => results.get(JSON.stringify(slice))?.get(runId) ?? []);
+      },
+      { cacheKeyFn: ({ runId, slice }) => `${runId}:${JSON.stringify(slice)}` },
+    ),
+  };
+}
+
+export type Loaders = ReturnType<typeof createLoaders>;

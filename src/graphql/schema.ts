@@ -1,0 +1,16 @@
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { builder } from './builder.ts';
+import './types/scalars.ts';
+import './types/enums.ts';
+import './types/outcome-counts.ts';
+import './types/timeline.ts';
+import './types/run-step.ts';
+import './types/run.ts';
+import './types/query.ts';
+
+export const schema = builder.toSchema();
+
+/** The contract as committed in schema.graphql: printed, lexicographically sorted. */
+export function printContract(): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}

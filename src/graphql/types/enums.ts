@@ -1,0 +1,32 @@
+import { LOCALES } from '../../domain/labels.ts';
+import { RUN_STATUSES, TERMINATION_REASONS } from '../../domain/run-status.ts';
+import { STEP_KINDS } from '../../domain/step-kind.ts';
+import { TOOL_OUTCOMES } from '../../domain/tool-outcome.ts';
+import { builder } from '../builder.ts';
+
+/** GraphQL enum values are the domain strings upper-cased; their internal values are the strings themselves. */
+function enumValues<T extends string>(values: readonly T[]) {
+  return Object.fromEntries(values.map((value) => [value.toUpperCase(), { value }])) as Record<
+    Uppercase<T>,
+    { value: T }
+  >;
+}
+
+export const ToolOutcomeEnum = builder.enumType('ToolOutcome', {
+  description:
+    'What became of one tool call. CANCELLED is never a failure: it does not count in failure rates.',
+  values: enumValues(TOOL_OUTCOMES),
+});
+
+export const RunStatusEnum = builder.enumType('RunStatus', {
+  description: 'COMPLETED, FAILED and CANCELLED are terminal.',
+  values: enumValues(RUN_STATUSES),
+});
+
+export const StepKindEnum = builder.enumType('StepKind', { values: enumValues(STEP_KINDS) });
+
+export const TerminationReasonEnum = builder.enumType('TerminationReason', {
+  values: enumValues(TERMINATION_REASONS),
+});
+
+export const LocaleEnum = builder.enumType('Locale', { values: enumValues(LOCALES) });

@@ -1,0 +1,60 @@
+import type { RunPageRow } from '../../db/runs.ts';
+import { listRuns } from '../../db/runs.ts';
+import { builder } from '../builder.ts';
+import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
+import { RunStatusEnum, ToolOutcomeEnum } from './enums.ts';
+import { isRunPosition, RUN_CURSOR, RunConnection, requireUuid } from './run.ts';
+import { RunRef } from './run-ref.ts';
+
+const RunFilter = builder.inputType('RunFilter', {
+  fields: (t) => ({
+    status: t.field({ type: [RunStatusEnum], description: 'Runs in any of these statuses.' }),
+    configuration: t.stringList({ description: 'Runs of any of these configurations.' }),
+    owner: t.stringList({ description: 'Runs started by any of these actors.' }),
+    createdAfter: t.field({ type: 'DateTime', description: 'Created at or after this instant.' }),
+    createdBefore: t.field({ type: 'DateTime', description: 'Created at or before this instant.' }),
+    hasToolOutcome: t.field({
+      type: ToolOutcomeEnum,
+      description: 'Runs with at least one tool step stating this outcome (boolean-first rule).',
+    }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  run: t.field({
+    type: RunRef,
+    nullable: true,
+    description: 'The run with this UUID, or null when there is none.',
+    args: { uuid: t.arg.string({ required: true }) },
+    resolve: (_root, { uuid }, context) => context.loaders.runByUuid.load(requireUuid(uuid, 'uuid')),
+  }),
+  runs: t.field({
+    type: RunConnection,
+    description: 'Runs, newest first.',
+    args: {
+      first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+      after: t.arg.string(),
+      filter: t.arg({ type: RunFilter }),
+    },
+    resolve: async (_root, args, context) => {
+      const size = pageSize(args.first);
+      const after = args.after ? decodeCursor(RUN_CURSOR, args.after, isRunPosition) : null;
+      const filter = args.filter ?? {};
+      const rows = await listRuns(context.db, {
+        filter: {
+          statuses: filter.status,
+          configurations: filter.configuration,
+          owners: filter.owner,
+          createdFrom: filter.createdAfter,
+          createdTo: filter.createdBefore,
+          hasToolOutcome: filter.hasToolOutcome,
+        },
+        limit: size + 1,
+        after,
+      });
+      // Prime the loader so run(uuid) and node(id) in the same request reuse these rows.
+      for (const row of rows) context.loaders.runById.prime(row.id, row);
+      return toPage<RunPageRow>(rows, size, after !== null, (run) => encodeCursor(RUN_CURSOR, run.position));
+    },
+  }),
+}));

@@ -1,0 +1,81 @@
+import type { StepRow } from '../../db/steps.ts';
+import { outcomeLabel } from '../../domain/labels.ts';
+import { statedOutcome } from '../../domain/stated-outcome.ts';
+import type { StepKind } from '../../domain/step-kind.ts';
+import type { WriteTarget } from '../../domain/tool-result.ts';
+import { builder } from '../builder.ts';
+import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
+import { RunRef } from './run-ref.ts';
+
+export const RunStepRef = builder.objectRef<StepRow>('RunStep');
+
+const WriteKindEnum = builder.enumType('WriteKind', {
+  values: { CREATED: { value: 'created' }, UPDATED: { value: 'updated' } } as const,
+});
+
+const WriteTargetRef = builder.objectRef<WriteTarget>('WriteTarget').implement({
+  description: 'A record a tool call wrote: which table, which row, and whether it was created or updated.',
+  fields: (t) => ({
+    table: t.exposeString('table'),
+    uid: t.exposeString('uid'),
+    kind: t.field({ type: WriteKindEnum, resolve: (target) => target.kind }),
+  }),
+});
+
+function writeTargetOf(step: StepRow): WriteTarget | null {
+  const target = step.metadata.writeTarget;
+  if (step.kind !== 'tool_write' || !target || typeof target !== 'object' || Array.isArray(target))
+    return null;
+  const { table, uid, kind } = target;
+  if (typeof table !== 'string' || typeof uid !== 'string' || (kind !== 'created' && kind !== 'updated'))
+    return null;
+  return { table, uid, kind };
+}
+
+builder.node(RunStepRef, {
+  description: 'One event inside a run, ordered by sequence (unique per run).',
+  id: { resolve: (step) => step.id, parse: (id) => (/^\d{1,15}$/.test(id) ? Number(id) : 0) },
+  loadMany: (ids, context) => ids.map((id) => context.loaders.stepById.load(id)),
+  fields: (t) => ({
+    sequence: t.exposeInt('sequence'),
+    kind: t.field({ type: StepKindEnum, resolve: (step) => step.kind as StepKind }),
+    round: t.exposeInt('round'),
+    durationMs: t.exposeInt('durationMs'),
+    occurredAt: t.expose('occurredAt', { type: 'DateTime' }),
+    toolName: t.exposeString('toolName', { nullable: true }),
+    server: t.exposeString('server', {
+      nullable: true,
+      description: 'The MCP server the tool was called on.',
+    }),
+    toolIsError: t.exposeBoolean('toolIsError', {
+      nullable: true,
+      description: 'The boolean as stored: true for FAILED and CANCELLED alike. Prefer outcome.',
+    }),
+    outcome: t.field({
+      type: ToolOutcomeEnum,
+      nullable: true,
+      description:
+        'The outcome this step states, by the boolean-first rule: null when toolIsError is null; else the stored outcome; else FAILED for true and OK for false (rows written before outcomes existed).',
+      resolve: (step) => statedOutcome(step.toolIsError, step.toolOutcome),
+    }),
+    outcomeLabel: t.string({
+      nullable: true,
+      args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
+      resolve: (step, { locale }) => {
+        const outcome = statedOutcome(step.toolIsError, step.toolOutcome);
+        return outcome === null ? null : outcomeLabel(outcome, locale);
+      },
+    }),
+    writeTarget: t.field({ type: WriteTargetRef, nullable: true, resolve: writeTargetOf }),
+    run: t.field({
+      type: RunRef,
+      resolve: async (step, _args, context) => {
+        const run = await context.loaders.runById.load(step.runId);
+        if (!run) throw new Error(`step ${step.id} has no run`);
+        return run;
+      },
+    }),
+  }),
+});
+
+export const RunStepConnection = builder.connectionObject({ type: RunStepRef, name: 'RunStepConnection' });

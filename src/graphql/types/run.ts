@@ -1,0 +1,102 @@
+import type { RunPosition } from '../../db/runs.ts';
+import type { StepRow } from '../../db/steps.ts';
+import { outcomeCounts } from '../../domain/outcome-counts.ts';
+import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
+import { RunStep } from '../../domain/run-step.ts';
+import { buildTimeline } from '../../domain/timeline.ts';
+import { builder } from '../builder.ts';
+import { badUserInput } from '../errors.ts';
+import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
+import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
+import { OutcomeCountsRef } from './outcome-counts.ts';
+import { RunRef } from './run-ref.ts';
+import { RunStepConnection } from './run-step.ts';
+import { TimelineEntryRef } from './timeline.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+export function requireUuid(value: string, field: string): string {
+  if (!isUuid(value)) throw badUserInput(`${field} must be a UUID`, field);
+  return value.toLowerCase();
+}
+
+const STEP_CURSOR = 'step';
+const isSequence = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+
+export const RUN_CURSOR = 'run';
+export const isRunPosition = (value: unknown): value is RunPosition =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as RunPosition).createdAt === 'string' &&
+  !Number.isNaN(Date.parse((value as RunPosition).createdAt)) &&
+  Number.isSafeInteger((value as RunPosition).id);
+
+export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
+
+builder.node(RunRef, {
+  description: 'One agent execution, identified by its UUID (the correlation id).',
+  id: { resolve: (run) => run.uuid },
+  loadMany: (uuids, context) =>
+    uuids.map((uuid) => (isUuid(uuid) ? context.loaders.runByUuid.load(uuid) : null)),
+  fields: (t) => ({
+    uuid: t.exposeString('uuid'),
+    status: t.field({ type: RunStatusEnum, resolve: (run) => run.status as RunStatus }),
+    terminationReason: t.field({
+      type: TerminationReasonEnum,
+      nullable: true,
+      resolve: (run) => run.terminationReason as TerminationReason | null,
+    }),
+    configuration: t.exposeString('configuration'),
+    owner: t.exposeString('owner'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
+    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    rounds: t.exposeInt('rounds'),
+    promptTokens: t.exposeInt('promptTokens'),
+    completionTokens: t.exposeInt('completionTokens'),
+    totalTokens: t.int({ resolve: (run) => run.promptTokens + run.completionTokens }),
+    estimatedCost: t.exposeFloat('estimatedCost', { description: 'Estimated cost in US dollars.' }),
+    toolOutcomeCounts: t.field({
+      type: OutcomeCountsRef,
+      resolve: async (run, _args, context) =>
+        outcomeCounts(await context.loaders.toolOutcomeTally.load(run.id)),
+    }),
+    steps: t.field({
+      type: RunStepConnection,
+      description: 'Steps in sequence order.',
+      args: {
+        first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+        after: t.arg.string(),
+        kind: t.arg({ type: [StepKindEnum], description: 'Only steps of these kinds.' }),
+        outcome: t.arg({ type: [ToolOutcomeEnum], description: 'Only steps stating one of these outcomes.' }),
+      },
+      resolve: async (run, args, context) => {
+        const size = pageSize(args.first);
+        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence) : null;
+        const rows = await context.loaders.stepSlice.load({
+          runId: run.id,
+          slice: { afterSequence, limit: size + 1, kinds: args.kind ?? null, outcomes: args.outcome ?? null },
+        });
+        return toPage<StepRow>(rows, size, afterSequence !== null, (step) =>
+          encodeCursor(STEP_CURSOR, step.sequence),
+        );
+      },
+    }),
+    timeline: t.field({
+      type: [TimelineEntryRef],
+      description: 'Every step as a timeline entry, in sequence order.',
+      args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
+      resolve: async (run, { locale }, context) => {
+        const rows = await context.loaders.allSteps.load(run.id);
+        return buildTimeline(
+          rows.map((row) => RunStep.fromRecord(row)),
+          locale,
+        );
+      },
+    }),
+  }),
+});

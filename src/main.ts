@@ -1,0 +1,33 @@
+import { createServer as createHttpServer } from 'node:http';
+import { openDatabase, optionsFromEnv } from './db/connection.ts';
+import { migrate } from './db/migrator.ts';
+import { createServer } from './server.ts';
+
+const port = Number(process.env.PORT ?? 4000);
+const host = process.env.HOST ?? '127.0.0.1';
+
+const handle = await openDatabase(optionsFromEnv());
+console.log(`database: ${handle.backend} at ${handle.location}`);
+await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
+
+const yoga = createServer({ handle });
+const http = createHttpServer(yoga);
+http.listen(port, host, () => {
+  console.log(`runledger GraphQL API at http://${host}:${port}${yoga.graphqlEndpoint}`);
+});
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  console.log(`${signal}: finishing in-flight requests`);
+  // close() stops accepting and waits for open requests; idle keep-alive sockets are closed at once.
+  const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+  http.closeIdleConnections();
+  await closed;
+  await handle.close();
+  console.log('stopped');
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -1,0 +1,29 @@
+import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
+import type { DatabaseHandle } from './db/connection.ts';
+import { type Context, createContext } from './graphql/context.ts';
+import { schema } from './graphql/schema.ts';
+
+export interface ServerOptions {
+  handle: DatabaseHandle;
+  /** GraphiQL at /graphql for browsers; on unless NODE_ENV is production. */
+  graphiql?: boolean;
+}
+
+export type Server = YogaServerInstance<Record<string, never>, Context>;
+
+/** The GraphQL server, built without listening: tests call `server.fetch`. */
+export function createServer({
+  handle,
+  graphiql = process.env.NODE_ENV !== 'production',
+}: ServerOptions): Server {
+  return createYoga<Record<string, never>, Context>({
+    schema,
+    graphiql,
+    context: () => createContext(handle),
+    // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
+    maskedErrors: true,
+    healthCheckEndpoint: '/health',
+    plugins: [useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() })],
+    logging: process.env.NODE_ENV === 'test' ? false : 'info',
+  });
+}
