@@ -7,7 +7,8 @@ export const TRUNCATION_MARKER = `\n…[tool result truncated at ${MAX_CONTENT_B
 export const ARTIFACTS_OMITTED_TITLE = 'Artifacts omitted';
 
 const utf8 = new TextEncoder();
-const lenientUtf8 = new TextDecoder('utf-8', { fatal: false });
+// ignoreBOM: a leading U+FEFF is content, kept like any other character.
+const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
 /** Text as valid UTF-8: broken sequences and lone surrogates become U+FFFD. */
 export function toValidUtf8(input: string | Uint8Array): string {
