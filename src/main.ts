@@ -13,7 +13,9 @@ await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
 const yoga = createServer({ handle });
 const http = createHttpServer(yoga);
 http.listen(port, host, () => {
-  console.log(`runledger GraphQL API at http://${host}:${port}${yoga.graphqlEndpoint}`);
+  const address = http.address();
+  const actualPort = typeof address === 'object' && address ? address.port : port;
+  console.log(`runledger GraphQL API at http://${host}:${actualPort}${yoga.graphqlEndpoint}`);
 });
 
 let stopping = false;

@@ -90,7 +90,10 @@ async function openPostgres(url: string, logger: Logger | undefined, poolSize = 
         return false;
       }
     },
-    close: () => pool.end(),
+    async close() {
+      if (pool.ended || pool.ending) return;
+      await pool.end();
+    },
   };
 }
 

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, type SQL, sql } from 'drizzle-orm';
+import { and, asc, eq, getTableColumns, gt, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import { runSteps } from '../../drizzle/schema.ts';
 import type { OutcomeTally } from '../domain/outcome-counts.ts';
 import type { StepKind } from '../domain/step-kind.ts';
@@ -37,7 +37,7 @@ export async function sliceStepsOfRuns(
   if (runIds.length === 0) return byRun;
   const ranked = db
     .select({
-      step: runSteps,
+      ...getTableColumns(runSteps),
       rank: sql<number>`row_number() over (partition by ${runSteps.runId} order by ${runSteps.sequence})`.as(
         'rank',
       ),
@@ -48,9 +48,9 @@ export async function sliceStepsOfRuns(
   const rows = await db
     .select()
     .from(ranked)
-    .where(sql`${ranked.rank} <= ${slice.limit}`)
-    .orderBy(asc(ranked.step.runId), asc(ranked.step.sequence));
-  for (const { step } of rows) byRun.get(step.runId)?.push(step);
+    .where(lte(ranked.rank, slice.limit))
+    .orderBy(asc(ranked.runId), asc(ranked.sequence));
+  for (const { rank: _rank, ...step } of rows) byRun.get(step.runId)?.push(step);
   return byRun;
 }
 
