@@ -126,7 +126,10 @@ export async function seedDemoData(db: Database, now = new Date(), log: (line: s
           ? 'failed'
           : 'cancelled';
     let clock = createdAt.getTime();
-    const at = () => new Date((clock += random.int(200, 5000)));
+    const at = () => {
+      clock += random.int(200, 5000);
+      return new Date(clock);
+    };
     const steps = await appendSteps(db, run.uuid, (trace) => {
       trace.recordStep({
         kind: 'request',

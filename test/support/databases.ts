@@ -12,6 +12,8 @@ export type BackendName = 'pglite' | 'postgres';
 
 export interface TestDatabase {
   readonly handle: DatabaseHandle;
+  /** The connection URL, on PostgreSQL. */
+  readonly url?: string;
   /** Closes the handle and, on PostgreSQL, drops the database it created. */
   dispose(): Promise<void>;
 }
@@ -52,6 +54,7 @@ export async function openTestDatabase(
   options: OpenTestOptions = {},
 ): Promise<TestDatabase> {
   let handle: DatabaseHandle;
+  let url: string | undefined;
   let drop = async () => {};
   if (backend === 'pglite') {
     handle = await openDatabase({ dataDir: 'memory://', onQuery: options.onQuery });
@@ -71,6 +74,7 @@ export async function openTestDatabase(
   if (target !== 0) await migrate(handle, target === undefined ? {} : { target });
   return {
     handle,
+    ...(url ? { url } : {}),
     async dispose() {
       await handle.close();
       await drop();

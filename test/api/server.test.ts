@@ -1,0 +1,104 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openTestApi } from '../support/api.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+}
+
+/** Starts the real entry point, as `npm start` does, on a free port. */
+async function startService(env: Record<string, string>): Promise<Running> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, PORT: '0', NODE_ENV: 'test', DATABASE_URL: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  child.stderr?.on('data', (chunk) => {
+    output += String(chunk);
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 30_000);
+    const look = () => {
+      const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout?.on('data', look);
+    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+  });
+  return { child, url, output: () => output };
+}
+
+describe.each(backendNames)('the service over HTTP (%s)', (backend) => {
+  let running: Running | undefined;
+  let database: TestDatabase | undefined;
+  afterEach(async () => {
+    if (running?.child.exitCode === null) running.child.kill('SIGKILL');
+    await database?.dispose();
+    database = undefined;
+  });
+
+  it('starts, migrates, answers /health, /ready and GraphQL, and stops cleanly on SIGTERM', async () => {
+    let env: Record<string, string> = { PGLITE_DATA_DIR: 'memory://' };
+    if (backend === 'postgres') {
+      database = await openTestDatabase(backend, { migrateTo: 0 });
+      env = { DATABASE_URL: database.url ?? '' };
+    }
+    running = await startService(env);
+    const base = new URL(running.url).origin;
+    expect(running.output()).toContain('migrations: applied 0001_initial');
+
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    expect((await fetch(`${base}/ready`)).status).toBe(200);
+    const response = await fetch(running.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ runs(first: 1) { edges { cursor } pageInfo { hasNextPage } } }' }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      data: { runs: { edges: [], pageInfo: { hasNextPage: false } } },
+    });
+
+    // A request in flight when the signal arrives still gets its answer.
+    const inFlight = fetch(running.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ runs { edges { cursor } } }' }),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    running.child.kill('SIGTERM');
+    const [code] = await once(running.child, 'exit');
+    expect((await inFlight).status).toBe(200);
+    expect(code).toBe(0);
+    expect(running.output()).toContain('stopped');
+  });
+});
+
+describe.each(backendNames)('readiness follows the database (%s)', (backend) => {
+  it('answers /ready 200 while the database answers and 503 once it does not; /health stays 200', async () => {
+    const api = await openTestApi(backend);
+    try {
+      const get = (path: string) => api.server.fetch(`http://runledger.test${path}`);
+      expect((await get('/ready')).status).toBe(200);
+      await api.database.handle.close();
+      expect((await get('/ready')).status).toBe(503);
+      expect((await get('/health')).status).toBe(200);
+    } finally {
+      await api.dispose();
+    }
+  });
+});
