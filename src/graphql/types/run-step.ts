@@ -34,6 +34,7 @@ function writeTargetOf(step: StepRow): WriteTarget | null {
 
 builder.node(RunStepRef, {
   description: 'One event inside a run, ordered by sequence (unique per run).',
+  isTypeOf: (value) => typeof value === 'object' && value !== null && 'sequence' in value && 'runId' in value,
   id: { resolve: (step) => step.id, parse: (id) => (/^\d{1,15}$/.test(id) ? Number(id) : 0) },
   loadMany: (ids, context) => ids.map((id) => context.loaders.stepById.load(id)),
   fields: (t) => ({

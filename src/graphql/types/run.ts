@@ -39,6 +39,8 @@ export const RunConnection = builder.connectionObject({ type: RunRef, name: 'Run
 
 builder.node(RunRef, {
   description: 'One agent execution, identified by its UUID (the correlation id).',
+  // Not only the loader's brand: node and nodes in one request can share a row before it is branded.
+  isTypeOf: (value) => typeof value === 'object' && value !== null && 'configuration' in value,
   id: { resolve: (run) => run.uuid },
   loadMany: (uuids, context) =>
     uuids.map((uuid) => (isUuid(uuid) ? context.loaders.runByUuid.load(uuid) : null)),
