@@ -8,6 +8,7 @@ import {
   jsonb,
   numeric,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -95,4 +96,22 @@ export const runSteps = pgTable(
   ],
 );
 
-export const schema = { runs, runSteps };
+export const stepRequests = pgTable(
+  'step_requests',
+  {
+    runId: bigint('run_id', { mode: 'number' })
+      .notNull()
+      .references(() => runs.id, { onDelete: 'cascade' }),
+    idempotencyKey: text('idempotency_key').notNull(),
+    fingerprint: text('fingerprint').notNull(),
+    firstSequence: integer('first_sequence').notNull(),
+    stepCount: integer('step_count').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'step_requests_pkey', columns: [t.runId, t.idempotencyKey] }),
+    check('step_requests_steps_positive', sql`${t.firstSequence} > 0 and ${t.stepCount} >= 0`),
+  ],
+);
+
+export const schema = { runs, runSteps, stepRequests };

@@ -1,6 +1,7 @@
 import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { DatabaseHandle } from './db/connection.ts';
 import { type Context, createContext } from './graphql/context.ts';
+import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
 import { schema } from './graphql/schema.ts';
 
 export interface ServerOptions {
@@ -19,11 +20,11 @@ export function createServer({
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql,
-    context: () => createContext(handle),
+    context: ({ request }) => createContext(handle, request),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
-    maskedErrors: true,
+    maskedErrors: { maskError: maskUnexpectedError },
     healthCheckEndpoint: '/health',
-    plugins: [useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() })],
+    plugins: [useStableErrorCodes(), useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() })],
     logging: process.env.NODE_ENV === 'test' ? false : 'info',
   });
 }

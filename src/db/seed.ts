@@ -130,56 +130,62 @@ export async function seedDemoData(db: Database, now = new Date(), log: (line: s
       clock += random.int(200, 5000);
       return new Date(clock);
     };
-    const steps = await appendSteps(db, run.uuid, (trace) => {
-      trace.recordStep({
-        kind: 'request',
-        round: 0,
-        durationMs: 0,
-        occurredAt: at(),
-        payload: { prompt: 'demo request' },
-      });
-      trace.recordStep({
-        kind: 'context',
-        round: 0,
-        durationMs: random.int(5, 50),
-        occurredAt: at(),
-        metadata: { messageCount: random.int(2, 12) },
-      });
-      for (let round = 1; round <= rounds; round += 1) {
-        llmStep(trace, random, round, at());
-        const calls = random.int(1, 3);
-        for (let c = 0; c < calls; c += 1) {
-          const call = toolCall(random, round, at());
-          const roll = random.next();
-          if (roll < 0.12) {
-            trace.recordToolResult(call, ToolResult.failed('upstream returned 502'));
-          } else if (call.toolName === 'write_file' || call.toolName === 'create_pull_request') {
-            trace.recordToolResult(
-              call,
-              ToolResult.ok('written', [], {
-                table: 'documents',
-                uid: String(random.int(1, 9999)),
-                kind: 'created',
-              }),
-            );
-          } else {
-            trace.recordToolExecution(call, 'result text', false);
+    const recorded = await appendSteps(db, {
+      runUuid: run.uuid,
+      build: (trace) => {
+        trace.recordStep({
+          kind: 'request',
+          round: 0,
+          durationMs: 0,
+          occurredAt: at(),
+          payload: { prompt: 'demo request' },
+        });
+        trace.recordStep({
+          kind: 'context',
+          round: 0,
+          durationMs: random.int(5, 50),
+          occurredAt: at(),
+          metadata: { messageCount: random.int(2, 12) },
+        });
+        for (let round = 1; round <= rounds; round += 1) {
+          llmStep(trace, random, round, at());
+          const calls = random.int(1, 3);
+          for (let c = 0; c < calls; c += 1) {
+            const call = toolCall(random, round, at());
+            const roll = random.next();
+            if (roll < 0.12) {
+              trace.recordToolResult(call, ToolResult.failed('upstream returned 502'));
+            } else if (call.toolName === 'write_file' || call.toolName === 'create_pull_request') {
+              trace.recordToolResult(
+                call,
+                ToolResult.ok('written', [], {
+                  table: 'documents',
+                  uid: String(random.int(1, 9999)),
+                  kind: 'created',
+                }),
+              );
+            } else {
+              trace.recordToolExecution(call, 'result text', false);
+            }
           }
         }
-      }
-      if (isDemo) {
-        trace.recordToolExecution(toolCall(random, rounds, at()), 'boom', true);
-        trace.recordToolResult(
-          { ...toolCall(random, rounds, at()), server: 'github', toolName: 'search_issues' },
-          ToolResult.ok('3 issues'),
-        );
-      }
-      if (ending === 'cancelled') {
-        // The call that was on the wire when the operator cancelled.
-        trace.recordToolResult(toolCall(random, rounds, at()), ToolResult.cancelled('cancelled by operator'));
-      }
+        if (isDemo) {
+          trace.recordToolExecution(toolCall(random, rounds, at()), 'boom', true);
+          trace.recordToolResult(
+            { ...toolCall(random, rounds, at()), server: 'github', toolName: 'search_issues' },
+            ToolResult.ok('3 issues'),
+          );
+        }
+        if (ending === 'cancelled') {
+          // The call that was on the wire when the operator cancelled.
+          trace.recordToolResult(
+            toolCall(random, rounds, at()),
+            ToolResult.cancelled('cancelled by operator'),
+          );
+        }
+      },
     });
-    stepCount += steps.length;
+    stepCount += recorded.steps.length;
     if (isDemo || random.next() < 0.3) {
       const legacy = isDemo ? 3 : random.int(1, 4);
       for (let i = 0; i < legacy; i += 1) {
@@ -194,7 +200,7 @@ export async function seedDemoData(db: Database, now = new Date(), log: (line: s
     }
     const reason: TerminationReason =
       ending === 'completed' ? 'completed' : ending === 'failed' ? 'provider_failed' : 'cancelled';
-    await finishRun(db, run.uuid, ending, reason, at());
+    await finishRun(db, { runUuid: run.uuid, status: ending, reason: reason, finishedAt: at() });
     if ((index + 1) % 10 === 0) log(`seeded ${index + 1}/${runCount} runs`);
   }
   return { runs: runCount, steps: stepCount, skipped: false } satisfies SeedSummary;

@@ -11,3 +11,49 @@ export class DomainError extends Error {
     this.name = new.target.name;
   }
 }
+
+/** Input that breaks a rule or a limit; `field` names the input field when one is to blame. */
+export class InvalidInputError extends DomainError {
+  constructor(
+    code: string,
+    message: string,
+    readonly field: string | null = null,
+  ) {
+    super(code, message);
+  }
+}
+
+/** No such run, or one the caller may not touch: the two are told apart by nobody. */
+export class RunNotFoundError extends DomainError {
+  constructor(readonly runUuid: string) {
+    super('RUN_NOT_FOUND', `no run ${runUuid}`);
+  }
+}
+
+/** The run has ended; what was asked would change it. */
+export class RunTerminalError extends DomainError {
+  constructor(
+    readonly runUuid: string,
+    readonly status: string,
+    detail: string,
+  ) {
+    super('RUN_TERMINAL', `run ${runUuid} is ${status}: ${detail}`);
+  }
+}
+
+/** An idempotency key already used for a different request in this run. */
+export class IdempotencyKeyReusedError extends DomainError {
+  constructor(readonly idempotencyKey: string) {
+    super(
+      'IDEMPOTENCY_KEY_REUSED',
+      `idempotency key ${JSON.stringify(idempotencyKey)} was used for a different request`,
+    );
+  }
+}
+
+/** A different run already has the uuid a client chose. */
+export class RunAlreadyExistsError extends DomainError {
+  constructor(readonly runUuid: string) {
+    super('RUN_ALREADY_EXISTS', `a different run ${runUuid} already exists`);
+  }
+}

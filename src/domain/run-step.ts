@@ -1,4 +1,4 @@
-import { DomainError } from './errors.ts';
+import { InvalidInputError } from './errors.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import { isStepKind, type StepKind } from './step-kind.ts';
 import { isErrorOutcome, isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
@@ -22,7 +22,7 @@ export const StepRefusal = {
 
 export type StepRefusalCode = (typeof StepRefusal)[keyof typeof StepRefusal];
 
-export class StepInvariantError extends DomainError {
+export class StepInvariantError extends InvalidInputError {
   declare readonly code: StepRefusalCode;
   constructor(code: StepRefusalCode, message: string) {
     super(code, message);

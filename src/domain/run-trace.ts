@@ -1,5 +1,5 @@
 import { boundToolResult } from './bounding.ts';
-import { DomainError } from './errors.ts';
+import { InvalidInputError } from './errors.ts';
 import { type JsonObject, RunStep } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import { isErrorOutcome, outcomeFromIsError } from './tool-outcome.ts';
@@ -14,6 +14,12 @@ export interface ToolCall {
   arguments: JsonValue;
   occurredAt?: Date;
 }
+
+/** One thing to record, as a client asked for it. */
+export type StepCommand =
+  | { type: 'toolExecution'; call: ToolCall; content: string; isError: boolean }
+  | { type: 'toolResult'; call: ToolCall; result: ToolResult }
+  | { type: 'plain'; step: PlainStep };
 
 /** A step of any kind but the two a tool result produces. */
 export interface PlainStep {
@@ -57,9 +63,24 @@ export class RunTrace {
     return this.#recordToolCall(call, result);
   }
 
+  apply(command: StepCommand): RunStep[] {
+    switch (command.type) {
+      case 'toolExecution':
+        return this.recordToolExecution(command.call, command.content, command.isError);
+      case 'toolResult':
+        return this.recordToolResult(command.call, command.result);
+      case 'plain':
+        return [this.recordStep(command.step)];
+    }
+  }
+
   recordStep(step: PlainStep): RunStep {
     if ((step.kind as StepKind) === 'tool' || (step.kind as StepKind) === 'tool_write') {
-      throw new DomainError('STEP_TOOL_NEEDS_RESULT', 'tool steps are recorded from a tool result');
+      throw new InvalidInputError(
+        'STEP_TOOL_NEEDS_RESULT',
+        'tool steps are recorded from a tool result',
+        'kind',
+      );
     }
     return this.#append({
       kind: step.kind,

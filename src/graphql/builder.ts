@@ -1,5 +1,7 @@
 import SchemaBuilder from '@pothos/core';
+import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
+import type { JsonValue } from '../domain/tool-result.ts';
 import type { Context } from './context.ts';
 import { badUserInput } from './errors.ts';
 
@@ -7,11 +9,13 @@ export const builder = new SchemaBuilder<{
   Context: Context;
   Scalars: {
     DateTime: { Input: Date; Output: Date };
+    JSON: { Input: JsonValue; Output: JsonValue };
     ID: { Input: string; Output: string | number };
   };
   DefaultFieldNullability: false;
 }>({
-  plugins: [RelayPlugin],
+  plugins: [ErrorsPlugin, RelayPlugin],
+  errors: { defaultTypes: [] },
   // Fields are non-null unless declared otherwise, so generated clients are exact.
   defaultFieldNullability: false,
   relay: {
@@ -33,3 +37,4 @@ export const builder = new SchemaBuilder<{
 });
 
 builder.queryType({});
+builder.mutationType({});

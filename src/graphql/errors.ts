@@ -3,6 +3,7 @@ import { GraphQLError } from 'graphql';
 /** Stable `extensions.code` values clients can match on. */
 export const ErrorCode = {
   BadUserInput: 'BAD_USER_INPUT',
+  Internal: 'INTERNAL_SERVER_ERROR',
 } as const;
 
 export function badUserInput(message: string, field?: string): GraphQLError {

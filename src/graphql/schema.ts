@@ -7,6 +7,9 @@ import './types/timeline.ts';
 import './types/run-step.ts';
 import './types/run.ts';
 import './types/query.ts';
+import './types/json.ts';
+import './types/errors.ts';
+import './types/recording.ts';
 
 export const schema = builder.toSchema();
 

@@ -90,13 +90,16 @@ describe('one string travels, end to end (SPEC 2.1)', () => {
     const database = await openTestDatabase('pglite');
     try {
       const run = await createRun(database.handle.db, { owner: 'a', configuration: 'c' });
-      await appendSteps(database.handle.db, run.uuid, (trace) => {
-        for (const outcome of domain) {
-          trace.recordToolResult(
-            { round: 1, durationMs: 1, toolName: 't', server: 's', arguments: null },
-            ToolResult.of(outcome, ''),
-          );
-        }
+      await appendSteps(database.handle.db, {
+        runUuid: run.uuid,
+        build: (trace) => {
+          for (const outcome of domain) {
+            trace.recordToolResult(
+              { round: 1, durationMs: 1, toolName: 't', server: 's', arguments: null },
+              ToolResult.of(outcome, ''),
+            );
+          }
+        },
       });
       const stored = await database.handle.db
         .select({ outcome: runSteps.toolOutcome })

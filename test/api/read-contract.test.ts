@@ -255,6 +255,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
     const result = await broken.query('{ runs { edges { cursor } } }');
     await broken.dispose();
     expect(result.errors?.[0]?.message).toBe('Unexpected error.');
+    expect(errorCodes(result)).toEqual(['INTERNAL_SERVER_ERROR']);
     expect(JSON.stringify(result.errors)).not.toMatch(/stack|pglite|pool|ECONN/i);
   });
 });

@@ -55,7 +55,8 @@ describe.each(backendNames)('the service over HTTP (%s)', (backend) => {
     let env: Record<string, string> = { PGLITE_DATA_DIR: 'memory://' };
     if (backend === 'postgres') {
       database = await openTestDatabase(backend, { migrateTo: 0 });
-      env = { DATABASE_URL: database.url ?? '' };
+      if (!database.url) throw new Error('the postgres test database has no URL');
+      env = { DATABASE_URL: database.url };
     }
     running = await startService(env);
     const base = new URL(running.url).origin;

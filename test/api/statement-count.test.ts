@@ -27,14 +27,17 @@ describe.each(backendNames)('a page of runs costs a bounded number of statements
         configuration: 'load',
         createdAt: new Date(Date.UTC(2026, 0, 1, 0, r)),
       });
-      await appendSteps(db, run.uuid, (trace) => {
-        for (let s = 0; s < 12; s += 1) {
-          const call = { round: 1, durationMs: 5, toolName: 't', server: 's', arguments: {} };
-          trace.recordToolResult(
-            call,
-            s % 3 === 0 ? ToolResult.cancelled('c') : ToolResult.of(s % 3 === 1 ? 'ok' : 'failed', 'x'),
-          );
-        }
+      await appendSteps(db, {
+        runUuid: run.uuid,
+        build: (trace) => {
+          for (let s = 0; s < 12; s += 1) {
+            const call = { round: 1, durationMs: 5, toolName: 't', server: 's', arguments: {} };
+            trace.recordToolResult(
+              call,
+              s % 3 === 0 ? ToolResult.cancelled('c') : ToolResult.of(s % 3 === 1 ? 'ok' : 'failed', 'x'),
+            );
+          }
+        },
       });
     }
   });

@@ -9,6 +9,7 @@ export interface TestApi {
   query<Data = Record<string, unknown>>(
     query: string,
     variables?: Record<string, unknown>,
+    options?: { actor?: string },
   ): Promise<ExecutionResult<Data> & { status: number }>;
   dispose(): Promise<void>;
 }
@@ -19,10 +20,14 @@ export async function openTestApi(backend: BackendName, options: OpenTestOptions
   return {
     database,
     server,
-    async query<Data>(query: string, variables?: Record<string, unknown>) {
+    async query<Data>(query: string, variables?: Record<string, unknown>, options: { actor?: string } = {}) {
       const response = await server.fetch('http://runledger.test/graphql', {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json',
+          'x-runledger-actor': options.actor ?? 'alice',
+        },
         body: JSON.stringify({ query, variables }),
       });
       const body = (await response.json()) as ExecutionResult<Data>;

@@ -62,8 +62,9 @@ export async function openTestDatabase(
     if (!serverUrl) throw new Error('the postgres backend needs DATABASE_URL');
     const name = `runledger_test_${process.pid}_${randomBytes(4).toString('hex')}`;
     await admin((client) => client.query(`CREATE DATABASE ${name}`));
+    url = withDatabase(serverUrl, name);
     handle = await openDatabase({
-      url: withDatabase(serverUrl, name),
+      url,
       onQuery: options.onQuery,
       poolSize: 20,
     });

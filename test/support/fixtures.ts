@@ -22,49 +22,55 @@ export const call = (toolName: string, server: string, seconds: number, round = 
  */
 export async function recordFixtureRuns(db: Database) {
   const runA = await createRun(db, { owner: 'alice', configuration: 'triage', createdAt: T0 });
-  await appendSteps(db, runA.uuid, (trace) => {
-    trace.recordStep({
-      kind: 'request',
-      round: 0,
-      durationMs: 0,
-      occurredAt: at(1),
-      payload: { prompt: 'secret prompt' },
-    });
-    trace.recordStep({
-      kind: 'llm',
-      round: 1,
-      durationMs: 900,
-      occurredAt: at(2),
-      payload: { messages: 'secret prompt' },
-      metadata: {
-        model: 'gpt-x',
-        promptTokens: 100,
-        completionTokens: 20,
-        estimatedCost: 0.0015,
-        finishReason: 'tool_calls',
-      },
-    });
-    trace.recordToolExecution(call('search', 'github', 3), 'secret output', false); // 3 ok
-    trace.recordToolExecution(call('search', 'github', 4), 'secret output', true); // 4 failed
-    trace.recordToolResult(call('fetch', 'web', 5), ToolResult.cancelled('cut off')); // 5 cancelled
-    trace.recordToolResult(
-      call('write_file', 'fs', 6, 2),
-      ToolResult.ok('written', [{ title: 'diff', type: 'text', content: 'secret' }], {
-        table: 'documents',
-        uid: '42',
-        kind: 'created',
-      }),
-    ); // 6 ok + 7 tool_write
+  await appendSteps(db, {
+    runUuid: runA.uuid,
+    build: (trace) => {
+      trace.recordStep({
+        kind: 'request',
+        round: 0,
+        durationMs: 0,
+        occurredAt: at(1),
+        payload: { prompt: 'secret prompt' },
+      });
+      trace.recordStep({
+        kind: 'llm',
+        round: 1,
+        durationMs: 900,
+        occurredAt: at(2),
+        payload: { messages: 'secret prompt' },
+        metadata: {
+          model: 'gpt-x',
+          promptTokens: 100,
+          completionTokens: 20,
+          estimatedCost: 0.0015,
+          finishReason: 'tool_calls',
+        },
+      });
+      trace.recordToolExecution(call('search', 'github', 3), 'secret output', false); // 3 ok
+      trace.recordToolExecution(call('search', 'github', 4), 'secret output', true); // 4 failed
+      trace.recordToolResult(call('fetch', 'web', 5), ToolResult.cancelled('cut off')); // 5 cancelled
+      trace.recordToolResult(
+        call('write_file', 'fs', 6, 2),
+        ToolResult.ok('written', [{ title: 'diff', type: 'text', content: 'secret' }], {
+          table: 'documents',
+          uid: '42',
+          kind: 'created',
+        }),
+      ); // 6 ok + 7 tool_write
+    },
   });
   await appendLegacyToolStep(db, runA.uuid, call('search', 'github', 8, 2), true); // 8 legacy failed
   await appendLegacyToolStep(db, runA.uuid, call('read_file', 'fs', 9, 2), false); // 9 legacy ok
-  await finishRun(db, runA.uuid, 'cancelled', 'cancelled', at(10));
+  await finishRun(db, { runUuid: runA.uuid, status: 'cancelled', reason: 'cancelled', finishedAt: at(10) });
 
   const runB = await createRun(db, { owner: 'bob', configuration: 'docs', createdAt: at(3600) });
-  await appendSteps(db, runB.uuid, (trace) => {
-    trace.recordToolExecution(call('search', 'github', 3601), 'ok', false);
+  await appendSteps(db, {
+    runUuid: runB.uuid,
+    build: (trace) => {
+      trace.recordToolExecution(call('search', 'github', 3601), 'ok', false);
+    },
   });
-  await finishRun(db, runB.uuid, 'completed', 'completed', at(3700));
+  await finishRun(db, { runUuid: runB.uuid, status: 'completed', reason: 'completed', finishedAt: at(3700) });
 
   const runC = await createRun(db, { owner: 'alice', configuration: 'docs', createdAt: at(7200) });
   return { runA, runB, runC };

@@ -9,7 +9,7 @@ import { RunRef } from './run-ref.ts';
 
 export const RunStepRef = builder.objectRef<StepRow>('RunStep');
 
-const WriteKindEnum = builder.enumType('WriteKind', {
+export const WriteKindEnum = builder.enumType('WriteKind', {
   values: { CREATED: { value: 'created' }, UPDATED: { value: 'updated' } } as const,
 });
 

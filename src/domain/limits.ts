@@ -1,0 +1,89 @@
+import { InvalidInputError } from './errors.ts';
+
+/** Limits on what a client may send; each refusal names the field. */
+export const Limits = {
+  nameLength: 200,
+  idempotencyKeyLength: 200,
+  maxRound: 100_000,
+  /** About 24 days: the longest duration an integer column of milliseconds holds comfortably. */
+  maxDurationMs: 2_000_000_000,
+  /** Encoded JSON bytes of a tool call's arguments. */
+  maxArgumentsBytes: 100_000,
+  /** Encoded JSON bytes of a step's payload or metadata. */
+  maxPayloadBytes: 1_000_000,
+  maxBatchSteps: 1_000,
+  maxTokens: 100_000_000,
+  maxCost: 1_000_000,
+  /** How far in the future a client clock may place a step. */
+  maxClockSkewMs: 5 * 60_000,
+} as const;
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
+  if (value.length === 0) throw new InvalidInputError('VALUE_EMPTY', `${field} must not be empty`, field);
+  if (value.length > maxLength) {
+    throw new InvalidInputError('VALUE_TOO_LONG', `${field} is longer than ${maxLength} characters`, field);
+  }
+  if (CONTROL.test(value))
+    throw new InvalidInputError('VALUE_INVALID', `${field} contains control characters`, field);
+  return value;
+}
+
+export function checkInteger(value: number, field: string, min: number, max: number): number {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new InvalidInputError(
+      'VALUE_OUT_OF_RANGE',
+      `${field} must be an integer from ${min} to ${max}`,
+      field,
+    );
+  }
+  return value;
+}
+
+export function checkNumber(value: number, field: string, min: number, max: number): number {
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new InvalidInputError(
+      'VALUE_OUT_OF_RANGE',
+      `${field} must be a finite number from ${min} to ${max}`,
+      field,
+    );
+  }
+  return value;
+}
+
+const utf8 = new TextEncoder();
+const MAX_JSON_DEPTH = 64;
+
+function checkJsonShape(value: unknown, field: string, depth: number): void {
+  if (depth > MAX_JSON_DEPTH) {
+    throw new InvalidInputError('VALUE_TOO_DEEP', `${field} nests deeper than ${MAX_JSON_DEPTH}`, field);
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new InvalidInputError('VALUE_NOT_FINITE', `${field} holds a number that is not finite`, field);
+  }
+  if (value && typeof value === 'object') {
+    for (const child of Object.values(value)) checkJsonShape(child, field, depth + 1);
+  }
+}
+
+/** A JSON value a client sent: finite numbers, at most 64 levels deep, at most `maxBytes` encoded. */
+export function checkJson(value: unknown, field: string, maxBytes: number): void {
+  checkJsonShape(value, field, 0);
+  const size = utf8.encode(JSON.stringify(value) ?? 'null').length;
+  if (size > maxBytes) {
+    throw new InvalidInputError(
+      'VALUE_TOO_LARGE',
+      `${field} is ${size} bytes as JSON, over ${maxBytes}`,
+      field,
+    );
+  }
+}
+
+export function checkNotInFuture(value: Date, field: string, now: Date): Date {
+  if (value.getTime() > now.getTime() + Limits.maxClockSkewMs) {
+    throw new InvalidInputError('VALUE_IN_FUTURE', `${field} is in the future`, field);
+  }
+  return value;
+}

@@ -1,0 +1,58 @@
+import { InvalidInputError, RunTerminalError } from './errors.ts';
+import { isTerminalStatus, type RunStatus, type TerminationReason } from './run-status.ts';
+import type { RunStep } from './run-step.ts';
+
+export interface RunState {
+  uuid: string;
+  status: RunStatus;
+  finishedAt: Date | null;
+}
+
+/** When the call behind a step began: it ended at occurredAt after durationMs. */
+export function callStartedAt(step: RunStep): Date {
+  return new Date(step.occurredAt.getTime() - step.durationMs);
+}
+
+/**
+ * A terminal run takes no more steps, with one exception: the tool steps of
+ * calls that were already in flight when the run was cancelled. That is how a
+ * cut-off call's `cancelled` outcome reaches the ledger.
+ */
+export function checkRunAcceptsSteps(run: RunState, steps: readonly RunStep[]): void {
+  if (!isTerminalStatus(run.status)) return;
+  for (const step of steps) {
+    const inFlight =
+      run.status === 'cancelled' &&
+      (step.kind === 'tool' || step.kind === 'tool_write') &&
+      run.finishedAt !== null &&
+      callStartedAt(step) < run.finishedAt;
+    if (!inFlight) {
+      throw new RunTerminalError(
+        run.uuid,
+        run.status,
+        run.status === 'cancelled'
+          ? 'it accepts only tool steps of calls started before it was cancelled'
+          : 'it accepts no more steps',
+      );
+    }
+  }
+}
+
+/** A run ends once: terminal states are final. */
+export function checkRunCanEnd(run: RunState): void {
+  if (isTerminalStatus(run.status)) throw new RunTerminalError(run.uuid, run.status, 'it has already ended');
+}
+
+/** Only an operator's cancel ends a run as cancelled, and a cancel is always the reason. */
+export function checkTermination(status: RunStatus, reason: TerminationReason): void {
+  if (!isTerminalStatus(status)) {
+    throw new InvalidInputError('RUN_STATUS_NOT_TERMINAL', `${status} is not a terminal status`, 'status');
+  }
+  if ((status === 'cancelled') !== (reason === 'cancelled')) {
+    throw new InvalidInputError(
+      'TERMINATION_MISMATCH',
+      'a run ends cancelled exactly when its termination reason is cancelled',
+      'terminationReason',
+    );
+  }
+}

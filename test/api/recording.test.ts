@@ -1,0 +1,513 @@
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
+import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+
+type Payload = {
+  __typename: string;
+  code?: string;
+  field?: string | null;
+  data?: {
+    replayed: boolean;
+    steps: Array<{
+      id: string;
+      sequence: number;
+      kind: string;
+      outcome: string | null;
+      toolIsError: boolean | null;
+      writeTarget: unknown;
+    }>;
+    run: {
+      rounds: number;
+      promptTokens: number;
+      completionTokens: number;
+      estimatedCost: number;
+      toolOutcomeCounts: Record<string, number | null>;
+    };
+  };
+};
+
+const STEPS_RESULT = `__typename
+  ... on Error { code message }
+  ... on InvalidInputError { field }
+  ... on RecordedStepsSuccess { data { ...Recorded } }`;
+const RECORDED = `fragment Recorded on RecordedSteps {
+  replayed
+  steps { id sequence kind outcome toolIsError writeTarget { table uid kind } }
+  run { rounds promptTokens completionTokens estimatedCost toolOutcomeCounts { ok failed cancelled total failureRate } }
+}`;
+
+function stepMutation(name: string, inputType: string): string {
+  return `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${STEPS_RESULT.replace('RecordedStepsSuccess', `Mutation${name[0]?.toUpperCase()}${name.slice(1)}Success`)} } } ${RECORDED}`;
+}
+
+const M = {
+  execution: stepMutation('recordToolExecution', 'RecordToolExecutionInput'),
+  result: stepMutation('recordToolResult', 'RecordToolResultInput'),
+  step: stepMutation('recordStep', 'RecordStepInput'),
+  steps: stepMutation('recordSteps', 'RecordStepsInput'),
+};
+
+describe.each(backendNames)('recording runs (%s)', (backend) => {
+  let api: TestApi;
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+  });
+  afterAll(async () => api?.dispose());
+
+  const db = () => api.database.handle.db;
+
+  async function startRun(actor = 'alice', configuration = 'triage'): Promise<string> {
+    const result = await api.query<{
+      startRun: { __typename: string; data: { uuid: string; owner: string; status: string } };
+    }>(
+      `mutation ($c: String!) { startRun(input: { configuration: $c }) { __typename ... on MutationStartRunSuccess { data { uuid owner status } } } }`,
+      { c: configuration },
+      { actor },
+    );
+    expect(result.data?.startRun.data).toMatchObject({ owner: actor, status: 'RUNNING' });
+    return result.data?.startRun.data.uuid ?? '';
+  }
+
+  async function send(mutation: string, input: Record<string, unknown>, actor = 'alice'): Promise<Payload> {
+    const result = await api.query<{ r: Payload }>(mutation, { input }, { actor });
+    expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
+    return result.data?.r as Payload;
+  }
+
+  /** Everything a refusal must leave untouched. */
+  async function snapshot(runUuid: string) {
+    const [run] = await db().select().from(runs).where(eq(runs.uuid, runUuid));
+    const steps = run ? await db().select().from(runSteps).where(eq(runSteps.runId, run.id)) : [];
+    const requests = run ? await db().select().from(stepRequests).where(eq(stepRequests.runId, run.id)) : [];
+    return { run, steps: steps.length, requests: requests.length };
+  }
+
+  const call = (runUuid: string, extra: Record<string, unknown> = {}) => ({
+    runUuid,
+    round: 1,
+    durationMs: 120,
+    toolName: 'search',
+    server: 'github',
+    arguments: { q: 'flaky' },
+    ...extra,
+  });
+
+  it('reads a recorded execution back as OK / FAILED, and a cancelled result as CANCELLED, fail-closed', async () => {
+    const run = await startRun();
+    const ok = await send(M.execution, { ...call(run), result: 'found 3', isError: false });
+    const failed = await send(M.execution, { ...call(run), result: 'HTTP 502', isError: true });
+    expect(ok.data?.steps).toMatchObject([{ sequence: 1, kind: 'TOOL', outcome: 'OK', toolIsError: false }]);
+    expect(failed.data?.steps).toMatchObject([
+      { sequence: 2, kind: 'TOOL', outcome: 'FAILED', toolIsError: true },
+    ]);
+    const rateBefore = failed.data?.run.toolOutcomeCounts.failureRate;
+    expect(rateBefore).toBe(0.5);
+
+    const cancelled = await send(M.result, {
+      ...call(run),
+      result: {
+        content: 'cut off',
+        outcome: 'CANCELLED',
+        artifacts: [{ title: 'partial', type: 'TEXT', content: 'half' }],
+        writeTarget: { table: 'pages', uid: '7', kind: 'UPDATED' },
+      },
+    });
+    expect(cancelled.data?.steps).toEqual([
+      expect.objectContaining({
+        sequence: 3,
+        kind: 'TOOL',
+        outcome: 'CANCELLED',
+        toolIsError: true,
+        writeTarget: null,
+      }),
+    ]);
+    expect(cancelled.data?.run.toolOutcomeCounts).toEqual({
+      ok: 1,
+      failed: 1,
+      cancelled: 1,
+      total: 3,
+      failureRate: rateBefore,
+    });
+    const [stored] = await db().select().from(runSteps).where(eq(runSteps.sequence, 3));
+    expect(stored?.toolOutcome).toBe('cancelled');
+    expect(stored?.payload.artifacts).toEqual([]);
+    expect(stored?.metadata.writeTarget).toBeUndefined();
+  });
+
+  it('records a write target of an ok result as a tool_write step, and bounds large content before storing it', async () => {
+    const run = await startRun();
+    const content = 'é'.repeat(60_000);
+    const written = await send(M.result, {
+      ...call(run),
+      result: {
+        content,
+        outcome: 'OK',
+        artifacts: [{ title: 'diff', type: 'JSON', content: { lines: 3 } }],
+        writeTarget: { table: 'pages', uid: '7', kind: 'CREATED' },
+      },
+    });
+    expect(written.data?.steps.map((s) => [s.sequence, s.kind, s.outcome, s.writeTarget])).toEqual([
+      [1, 'TOOL', 'OK', null],
+      [2, 'TOOL_WRITE', null, { table: 'pages', uid: '7', kind: 'CREATED' }],
+    ]);
+    const { run: row } = await snapshot(run);
+    const [tool] = await db()
+      .select()
+      .from(runSteps)
+      .where(eq(runSteps.runId, row?.id ?? 0))
+      .orderBy(runSteps.sequence);
+    const stored = String(tool?.payload.content);
+    expect(stored.endsWith(TRUNCATION_MARKER)).toBe(true);
+    expect(new TextEncoder().encode(stored.slice(0, -TRUNCATION_MARKER.length)).length).toBe(50_000);
+    expect(tool?.payload.artifacts).toEqual([{ title: 'diff', type: 'json', content: { lines: 3 } }]);
+  });
+
+  it('keeps rounds, tokens and cost in step with the steps', async () => {
+    const run = await startRun();
+    const llm = (round: number, prompt: number, completion: number, cost: number) => ({
+      runUuid: run,
+      kind: 'LLM',
+      round,
+      durationMs: 800,
+      payload: { messages: ['hi'] },
+      model: {
+        model: 'gpt-x',
+        promptTokens: prompt,
+        completionTokens: completion,
+        estimatedCost: cost,
+        finishReason: 'stop',
+      },
+    });
+    await send(M.step, llm(1, 100, 10, 0.25));
+    const second = await send(M.step, llm(3, 50, 5, 0.5));
+    expect(second.data?.run).toMatchObject({
+      rounds: 3,
+      promptTokens: 150,
+      completionTokens: 15,
+      estimatedCost: 0.75,
+    });
+    const { run: row } = await snapshot(run);
+    expect(row).toMatchObject({ rounds: 3, promptTokens: 150, completionTokens: 15, estimatedCost: 0.75 });
+  });
+
+  it('stores a batch in order, all or nothing', async () => {
+    const run = await startRun();
+    const good = [
+      { kind: 'REQUEST', round: 0, durationMs: 0, payload: { prompt: 'p' } },
+      {
+        kind: 'LLM',
+        round: 1,
+        durationMs: 10,
+        model: { promptTokens: 5, completionTokens: 1, estimatedCost: 0.1 },
+      },
+      { kind: 'TOOL', round: 1, durationMs: 10, toolName: 'a', server: 's', isError: false, content: 'x' },
+      {
+        kind: 'TOOL',
+        round: 1,
+        durationMs: 10,
+        toolName: 'b',
+        result: { content: 'c', outcome: 'CANCELLED' },
+      },
+    ];
+    const stored = await send(M.steps, { runUuid: run, steps: good });
+    expect(stored.data?.steps.map((s) => [s.sequence, s.kind, s.outcome])).toEqual([
+      [1, 'REQUEST', null],
+      [2, 'LLM', null],
+      [3, 'TOOL', 'OK'],
+      [4, 'TOOL', 'CANCELLED'],
+    ]);
+    const before = await snapshot(run);
+    const refused = await send(M.steps, {
+      runUuid: run,
+      steps: [
+        ...good,
+        {
+          kind: 'TOOL',
+          round: 1,
+          durationMs: 1,
+          toolName: 'c',
+          isError: true,
+          result: { content: '', outcome: 'OK' },
+        },
+      ],
+    });
+    expect(refused).toMatchObject({
+      __typename: 'InvalidInputError',
+      code: 'STEP_TOOL_NEEDS_RESULT',
+      field: 'steps.4.result',
+    });
+    expect(await snapshot(run)).toEqual(before);
+  });
+
+  it('refuses a batch of more than 1,000 steps and writes nothing', async () => {
+    const run = await startRun();
+    const before = await snapshot(run);
+    const steps = Array.from({ length: 1_001 }, () => ({ kind: 'CONTEXT', round: 0, durationMs: 0 }));
+    const refused = await send(M.steps, { runUuid: run, steps });
+    expect(refused).toMatchObject({
+      __typename: 'InvalidInputError',
+      code: 'BATCH_TOO_LARGE',
+      field: 'steps',
+    });
+    expect(await snapshot(run)).toEqual(before);
+    const thousand = await send(M.steps, { runUuid: run, steps: steps.slice(1) });
+    expect(thousand.data?.steps).toHaveLength(1_000);
+  });
+
+  it('assigns unique, gapless sequences to 50 concurrent writers', async () => {
+    const run = await startRun();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        send(M.execution, { ...call(run), toolName: `tool-${i}`, result: 'r', isError: i % 2 === 0 }),
+      ),
+    );
+    expect(results.every((r) => r.__typename === 'MutationRecordToolExecutionSuccess')).toBe(true);
+    const { run: row } = await snapshot(run);
+    const stored = await db()
+      .select()
+      .from(runSteps)
+      .where(eq(runSteps.runId, row?.id ?? 0));
+    expect(stored.map((s) => s.sequence).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    expect(new Set(stored.map((s) => s.toolName)).size).toBe(50);
+  });
+
+  it('returns the stored step for a repeated idempotency key and writes nothing new, also when repeats race', async () => {
+    const run = await startRun();
+    const input = { ...call(run), idempotencyKey: 'call-1', result: 'r', isError: false };
+    const first = await send(M.execution, input);
+    expect(first.data?.replayed).toBe(false);
+    const again = await send(M.execution, { ...input, arguments: { q: 'flaky' } });
+    expect(again.data?.replayed).toBe(true);
+    expect(again.data?.steps).toEqual(first.data?.steps);
+
+    const raced = await Promise.all(
+      Array.from({ length: 20 }, () => send(M.execution, { ...input, idempotencyKey: 'call-2' })),
+    );
+    const ids = new Set(raced.map((r) => r.data?.steps[0]?.id));
+    expect(ids.size).toBe(1);
+    expect(raced.filter((r) => r.data?.replayed === false)).toHaveLength(1);
+    expect((await snapshot(run)).steps).toBe(2);
+  });
+
+  it('refuses an idempotency key reused for a different request, writing nothing', async () => {
+    const run = await startRun();
+    await send(M.execution, { ...call(run), idempotencyKey: 'k', result: 'r', isError: false });
+    const before = await snapshot(run);
+    const refused = await send(M.execution, {
+      ...call(run),
+      idempotencyKey: 'k',
+      result: 'other',
+      isError: false,
+    });
+    expect(refused).toMatchObject({
+      __typename: 'IdempotencyKeyReusedError',
+      code: 'IDEMPOTENCY_KEY_REUSED',
+    });
+    expect(await snapshot(run)).toEqual(before);
+  });
+
+  it('keeps terminal states final: a finished run takes no steps and cannot be cancelled', async () => {
+    const run = await startRun();
+    const finish = await api.query<{
+      finishRun: { __typename: string; data?: { status: string; terminationReason: string } };
+    }>(
+      `mutation ($u: String!) { finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) {
+        __typename ... on MutationFinishRunSuccess { data { status terminationReason } } } }`,
+      { u: run },
+    );
+    expect(finish.data?.finishRun.data).toEqual({ status: 'COMPLETED', terminationReason: 'COMPLETED' });
+    const before = await snapshot(run);
+    const step = await send(M.execution, { ...call(run), result: 'late', isError: false });
+    expect(step).toMatchObject({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
+    const cancel = await api.query<{ cancelRun: { __typename: string; code?: string } }>(
+      `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on Error { code } } }`,
+      { u: run },
+    );
+    expect(cancel.data?.cancelRun).toEqual({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
+    expect(await snapshot(run)).toEqual(before);
+  });
+
+  it('lets a cancelled run take only the tool steps of calls in flight at the cancel', async () => {
+    const run = await startRun();
+    const cancel = await api.query<{
+      cancelRun: {
+        __typename: string;
+        data: { status: string; terminationReason: string; finishedAt: string };
+      };
+    }>(
+      `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on MutationCancelRunSuccess { data { status terminationReason finishedAt } } } }`,
+      { u: run },
+    );
+    expect(cancel.data?.cancelRun.data).toMatchObject({
+      status: 'CANCELLED',
+      terminationReason: 'CANCELLED',
+    });
+    const cancelledAt = Date.parse(cancel.data?.cancelRun.data.finishedAt ?? '');
+    const after = new Date(cancelledAt + 500).toISOString();
+
+    // Ended 500 ms after the cancel, having run 2 s: it was on the wire when the cancel came.
+    const inFlight = await send(M.result, {
+      ...call(run),
+      occurredAt: after,
+      durationMs: 2_000,
+      result: { content: 'cancelled by operator', outcome: 'CANCELLED' },
+    });
+    expect(inFlight.data?.steps).toMatchObject([{ outcome: 'CANCELLED', toolIsError: true }]);
+
+    const before = await snapshot(run);
+    const startedLater = await send(M.execution, {
+      ...call(run),
+      occurredAt: after,
+      durationMs: 100,
+      result: 'r',
+      isError: false,
+    });
+    expect(startedLater).toMatchObject({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
+    const llm = await send(M.step, { runUuid: run, kind: 'LLM', round: 1, durationMs: 0 });
+    expect(llm).toMatchObject({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
+    expect(await snapshot(run)).toEqual(before);
+  });
+
+  it('refuses a cancelled status without a cancel as the reason', async () => {
+    const run = await startRun();
+    const before = await snapshot(run);
+    const result = await api.query<{ finishRun: { __typename: string; code: string } }>(
+      `mutation ($u: String!) { finishRun(input: { uuid: $u, status: CANCELLED, terminationReason: COMPLETED }) { __typename ... on Error { code } } }`,
+      { u: run },
+    );
+    expect(result.data?.finishRun).toEqual({ __typename: 'InvalidInputError', code: 'TERMINATION_MISMATCH' });
+    expect(await snapshot(run)).toEqual(before);
+  });
+
+  it('starts a run again with the same uuid as a safe retry, and refuses a different run on that uuid', async () => {
+    const uuid = crypto.randomUUID();
+    const start = (configuration: string, actor = 'alice') =>
+      api.query<{ startRun: { __typename: string; code?: string; data?: { uuid: string } } }>(
+        `mutation ($u: String!, $c: String!) { startRun(input: { uuid: $u, configuration: $c }) {
+          __typename ... on Error { code } ... on MutationStartRunSuccess { data { uuid } } } }`,
+        { u: uuid, c: configuration },
+        { actor },
+      );
+    expect((await start('triage')).data?.startRun.data?.uuid).toBe(uuid);
+    expect((await start('triage')).data?.startRun.data?.uuid).toBe(uuid);
+    expect((await start('docs')).data?.startRun).toEqual({
+      __typename: 'RunAlreadyExistsError',
+      code: 'RUN_ALREADY_EXISTS',
+    });
+    expect((await start('triage', 'bob')).data?.startRun.code).toBe('RUN_ALREADY_EXISTS');
+    expect(await db().$count(runs, eq(runs.uuid, uuid))).toBe(1);
+  });
+
+  describe('bad input: a typed error, and nothing written', () => {
+    let run = '';
+    beforeAll(async () => {
+      run = await startRun();
+    });
+
+    it.each([
+      [
+        'an unknown run',
+        { runUuid: '5d1f3c1e-0000-4000-8000-000000000000' },
+        'RunNotFoundError',
+        'RUN_NOT_FOUND',
+      ],
+      ['a malformed run uuid', { runUuid: 'run-1' }, 'InvalidInputError', 'VALUE_INVALID'],
+      ['a negative duration', { durationMs: -1 }, 'InvalidInputError', 'VALUE_OUT_OF_RANGE'],
+      ['a negative round', { round: -3 }, 'InvalidInputError', 'VALUE_OUT_OF_RANGE'],
+      [
+        'a tool name over 200 characters',
+        { toolName: 'x'.repeat(201) },
+        'InvalidInputError',
+        'VALUE_TOO_LONG',
+      ],
+      ['an empty tool name', { toolName: '' }, 'InvalidInputError', 'VALUE_EMPTY'],
+      ['a server name with control characters', { server: 'git\nhub' }, 'InvalidInputError', 'VALUE_INVALID'],
+      [
+        'arguments over 100,000 bytes',
+        { arguments: { blob: 'x'.repeat(100_001) } },
+        'InvalidInputError',
+        'VALUE_TOO_LARGE',
+      ],
+      [
+        'an idempotency key over 200 characters',
+        { idempotencyKey: 'k'.repeat(201) },
+        'InvalidInputError',
+        'VALUE_TOO_LONG',
+      ],
+      [
+        'a step in the future',
+        { occurredAt: '2999-01-01T00:00:00Z' },
+        'InvalidInputError',
+        'VALUE_IN_FUTURE',
+      ],
+    ])('refuses %s', async (_name, change, typename, code) => {
+      const before = await snapshot(run);
+      const refused = await send(M.execution, { ...call(run), result: 'r', isError: false, ...change });
+      expect(refused).toMatchObject({ __typename: typename, code });
+      expect(await snapshot(run)).toEqual(before);
+    });
+
+    it("refuses a step into another actor's run exactly like an unknown run", async () => {
+      const before = await snapshot(run);
+      const refused = await send(M.execution, { ...call(run), result: 'r', isError: false }, 'mallory');
+      expect(refused).toMatchObject({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
+      const cancel = await api.query<{ cancelRun: { __typename: string } }>(
+        `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`,
+        { u: run },
+        { actor: 'mallory' },
+      );
+      expect(cancel.data?.cancelRun.__typename).toBe('RunNotFoundError');
+      expect(await snapshot(run)).toEqual(before);
+    });
+
+    it('refuses non-finite numbers, unknown enum values and wrong types before anything runs', async () => {
+      const before = await snapshot(run);
+      const raw = async (body: string) => {
+        const response = await api.server.fetch('http://runledger.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-runledger-actor': 'alice' },
+          body,
+        });
+        return (await response.json()) as {
+          errors?: Array<{ extensions?: { code?: string } }>;
+          data?: unknown;
+        };
+      };
+      const mutation = JSON.stringify(M.step);
+      // 1e400 parses as Infinity: the Float scalar refuses it.
+      const infinite = await raw(
+        `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "model": {"estimatedCost": 1e400}}}}`,
+      );
+      expect(infinite.errors?.[0]?.extensions?.code, JSON.stringify(infinite)).toBe('BAD_USER_INPUT');
+      const infiniteInJson = await send(M.step, {
+        runUuid: run,
+        kind: 'LLM',
+        round: 1,
+        durationMs: 1,
+        payload: { deep: [1, 2] },
+      });
+      expect(infiniteInJson.__typename).toBe('MutationRecordStepSuccess');
+      const before2 = await snapshot(run);
+      const deep = await raw(
+        `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "payload": {"a": [1e400]}}}}`,
+      );
+      expect(JSON.stringify(deep)).toContain('VALUE_NOT_FINITE');
+      const enumValue = await api.query(
+        `mutation { recordStep(input: { runUuid: "${run}", kind: THOUGHT, round: 1, durationMs: 1 }) { __typename } }`,
+      );
+      expect(enumValue.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
+      const wrongType = await api.query(M.step, {
+        input: { runUuid: run, kind: 'LLM', round: 'one', durationMs: 1 },
+      });
+      expect(wrongType.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+      expect((await snapshot(run)).steps).toBe(before2.steps);
+      expect(before2.steps).toBe(before.steps + 1);
+    });
+  });
+});
