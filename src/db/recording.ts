@@ -53,6 +53,25 @@ async function lockRun(tx: Transaction, runUuid: string, owner: string | undefin
   return run;
 }
 
+/**
+ * The run, locked, and the last sequence stored in it. Two statements on
+ * purpose: a statement that waited for the lock still sees the snapshot it
+ * started with, so a max(sequence) read in the same statement would miss the
+ * step the previous lock holder just committed.
+ */
+async function lockRunForAppend(
+  tx: Transaction,
+  runUuid: string,
+  owner: string | undefined,
+): Promise<{ run: RunRow; lastSequence: number }> {
+  const run = await lockRun(tx, runUuid, owner);
+  const [last] = await tx
+    .select({ sequence: sql<number>`coalesce(max(${runSteps.sequence}), 0)::int` })
+    .from(runSteps)
+    .where(eq(runSteps.runId, run.id));
+  return { run, lastSequence: last?.sequence ?? 0 };
+}
+
 function numberFact(step: RunStep, name: string): number {
   const value = step.metadata[name];
   return typeof value === 'number' && Number.isFinite(value) ? value : 0;
@@ -90,7 +109,7 @@ export interface AppendResult {
  */
 export async function appendSteps(db: Database, request: AppendRequest): Promise<AppendResult> {
   return db.transaction(async (tx) => {
-    const run = await lockRun(tx, request.runUuid, request.owner);
+    const { run, lastSequence } = await lockRunForAppend(tx, request.runUuid, request.owner);
     const key = request.idempotencyKey ?? null;
     const fingerprint = request.fingerprint ?? '';
     if (key !== null) {
@@ -115,11 +134,7 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
       }
     }
 
-    const [last] = await tx
-      .select({ sequence: sql<number>`coalesce(max(${runSteps.sequence}), 0)::int` })
-      .from(runSteps)
-      .where(eq(runSteps.runId, run.id));
-    const firstSequence = (last?.sequence ?? 0) + 1;
+    const firstSequence = lastSequence + 1;
     const trace = new RunTrace({ nextSequence: firstSequence, clock: request.clock });
     request.build(trace);
     const built = trace.steps;

@@ -1,0 +1,16 @@
+import { benchRecording } from './record.ts';
+
+// npm run bench [-- record | stats]: every benchmark, or the ones named.
+const benchmarks: Record<string, () => Promise<void>> = {
+  record: benchRecording,
+};
+
+const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));
+const unknown = wanted.filter((name) => !(name in benchmarks));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark ${unknown.join(', ')}; known: ${Object.keys(benchmarks).join(', ')}`);
+  process.exit(2);
+}
+for (const name of wanted.length > 0 ? wanted : Object.keys(benchmarks)) {
+  await benchmarks[name]?.();
+}

@@ -1,0 +1,142 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import pg from 'pg';
+
+export const root = fileURLToPath(new URL('..', import.meta.url));
+export const serverUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export function databaseUrl(name: string): string {
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A fresh database for one benchmark, dropped first if a previous run left it. */
+export async function freshDatabase(name: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  try {
+    await admin.connect();
+  } catch (error) {
+    throw new Error(`the benchmarks need PostgreSQL at ${serverUrl} (set DATABASE_URL): ${String(error)}`);
+  }
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  return databaseUrl(name);
+}
+
+export interface Service {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** The real entry point in its own process, so load and service do not share an event loop. */
+export async function startService(url: string): Promise<Service> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const endpoint = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    child.stdout?.on('data', (chunk) => {
+      output += String(chunk);
+      const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${output}`)));
+  });
+  return {
+    url: endpoint,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+export async function graphql<T>(
+  url: string,
+  query: string,
+  variables: Record<string, unknown>,
+  actor = 'bench',
+): Promise<T> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-runledger-actor': actor },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as { data?: T; errors?: unknown };
+  if (body.errors || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors)}`);
+  return body.data;
+}
+
+/** Runs `total` tasks with `concurrency` workers; returns seconds elapsed. */
+export async function timed(
+  total: number,
+  concurrency: number,
+  task: (i: number) => Promise<void>,
+): Promise<number> {
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < total) {
+        const i = next;
+        next += 1;
+        await task(i);
+      }
+    }),
+  );
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+export function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index] ?? Number.NaN;
+}
+
+export function table(rows: Array<Record<string, string | number>>): void {
+  console.table(rows);
+}
+
+/**
+ * HTTP load from autocannon: `total` POSTs of GraphQL bodies built per request,
+ * over `connections` keep-alive connections. Returns seconds elapsed and the
+ * latency percentiles in milliseconds.
+ */
+export async function load(
+  url: string,
+  total: number,
+  connections: number,
+  body: (i: number) => unknown,
+): Promise<{ seconds: number; p50: number; p97_5: number; errors: number }> {
+  let i = 0;
+  const started = process.hrtime.bigint();
+  const result = await autocannon({
+    url,
+    connections,
+    amount: total,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-runledger-actor': 'bench' },
+    requests: [
+      {
+        setupRequest: (request) => {
+          const current = i;
+          i += 1;
+          return { ...request, body: JSON.stringify(body(current)) };
+        },
+      },
+    ],
+  });
+  return {
+    // autocannon reports whole seconds; short phases need the real clock.
+    seconds: Number(process.hrtime.bigint() - started) / 1e9,
+    p50: result.latency.p50,
+    p97_5: result.latency.p97_5,
+    errors: result.errors + result.non2xx,
+  };
+}
