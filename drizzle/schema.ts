@@ -3,6 +3,7 @@ import {
   bigint,
   boolean,
   check,
+  date,
   index,
   integer,
   jsonb,
@@ -14,6 +15,7 @@ import {
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
+import { DURATION_BUCKETS } from '../src/domain/duration-histogram.ts';
 import type { JsonObject } from '../src/domain/run-step.ts';
 
 /**
@@ -79,6 +81,8 @@ export const runSteps = pgTable(
   (t) => [
     uniqueIndex('run_steps_run_id_sequence_unique').on(t.runId, t.sequence),
     index('run_steps_occurred_at_idx').on(t.occurredAt),
+    index('run_steps_tool_calls_idx').on(t.occurredAt).where(sql`kind = 'tool'`),
+    index('run_steps_tool_calls_by_server_idx').on(t.server, t.occurredAt).where(sql`kind = 'tool'`),
     check(
       'run_steps_kind_known',
       sql`${t.kind} in ('request', 'llm', 'tool', 'tool_write', 'assembled', 'context', 'dropped', 'approval', 'input')`,
@@ -114,4 +118,31 @@ export const stepRequests = pgTable(
   ],
 );
 
-export const schema = { runs, runSteps, stepRequests };
+/** Duration histogram columns d0..d64 of the daily rollup (see src/domain/duration-histogram.ts). */
+const durationColumns = Object.fromEntries(
+  Array.from({ length: DURATION_BUCKETS }, (_, bucket) => [
+    `d${bucket}`,
+    integer(`d${bucket}`).notNull().default(0),
+  ]),
+) as Record<`d${number}`, ReturnType<typeof integer>>;
+
+/**
+ * Tool calls per UTC day, server and tool, by outcome, with a duration
+ * histogram. Triggers on run_steps keep it exact (migrations/0005); '' stands
+ * for a call with no server or tool name.
+ */
+export const toolOutcomeDaily = pgTable(
+  'tool_outcome_daily',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ok: integer('ok').notNull().default(0),
+    failed: integer('failed').notNull().default(0),
+    cancelled: integer('cancelled').notNull().default(0),
+    ...durationColumns,
+  },
+  (t) => [primaryKey({ name: 'tool_outcome_daily_pkey', columns: [t.day, t.server, t.toolName] })],
+);
+
+export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily };

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
-import type { Logger } from 'drizzle-orm';
+import type { Logger, SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -131,4 +131,13 @@ async function openPglite(dataDir = DEFAULT_PGLITE_DIR, logger: Logger | undefin
       await client.close();
     },
   };
+}
+
+/** Runs a hand-written statement and returns its rows, whichever driver is underneath. */
+export async function selectRows<Row>(db: Database, statement: SQL): Promise<Row[]> {
+  const result: unknown = await db.execute(statement);
+  if (result && typeof result === 'object' && 'rows' in result && Array.isArray(result.rows)) {
+    return result.rows as Row[];
+  }
+  throw new Error('the driver returned no rows array');
 }

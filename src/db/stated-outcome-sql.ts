@@ -9,7 +9,7 @@ import type { ToolOutcome } from '../domain/tool-outcome.ts';
  * through here; a test proves it agrees with `statedOutcome()` in src/domain.
  */
 export function statedOutcomeSql(
-  columns: { toolIsError: AnyPgColumn; toolOutcome: AnyPgColumn } = runSteps,
+  columns: { toolIsError: AnyPgColumn | SQL; toolOutcome: AnyPgColumn | SQL } = runSteps,
 ): SQL<ToolOutcome | null> {
   return sql<ToolOutcome | null>`stated_tool_outcome(${columns.toolIsError}, ${columns.toolOutcome})`;
 }

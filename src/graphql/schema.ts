@@ -10,6 +10,7 @@ import './types/query.ts';
 import './types/json.ts';
 import './types/errors.ts';
 import './types/recording.ts';
+import './types/outcome-stats.ts';
 
 export const schema = builder.toSchema();
 

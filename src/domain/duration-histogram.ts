@@ -1,0 +1,53 @@
+/**
+ * Durations of tool calls, counted in buckets whose bounds grow by at most
+ * 29%: percentiles read from the counts are within 14% of the true value
+ * (exact below 12 ms), whatever the number of calls.
+ *
+ * The same thresholds live in SQL (`tool_duration_bucket`, migrations/0005);
+ * a test proves the two agree. Bucket 0 is [0, 1) ms, bucket k is
+ * [t(k-1), t(k)), bucket 64 is everything from the last threshold up.
+ */
+export const DURATION_THRESHOLDS_MS: readonly number[] = Object.freeze([
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 18, 23, 28, 36, 44, 56, 69, 87, 108, 136, 169, 212, 265, 331,
+  414, 517, 646, 808, 1010, 1262, 1578, 1972, 2465, 3081, 3852, 4815, 6019, 7523, 9404, 11755, 14694, 18367,
+  22959, 28699, 35873, 44842, 56052, 70065, 87581, 109476, 136846, 171057, 213821, 267276, 334096, 417619,
+  522024, 652530, 815663, 1019579, 1274474,
+]);
+
+export const DURATION_BUCKETS = DURATION_THRESHOLDS_MS.length + 1;
+
+/** The bucket of a duration, as SQL's width_bucket computes it. */
+export function durationBucket(durationMs: number): number {
+  let low = 0;
+  let high = DURATION_THRESHOLDS_MS.length;
+  // The number of thresholds <= durationMs, by binary search.
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((DURATION_THRESHOLDS_MS[middle] ?? Number.POSITIVE_INFINITY) <= durationMs) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** The value reported for a bucket: the geometric middle of its bounds (its lower bound for the last). */
+export function bucketValue(bucket: number): number {
+  if (bucket <= 0) return 0;
+  const low = DURATION_THRESHOLDS_MS[bucket - 1] ?? 0;
+  const high = DURATION_THRESHOLDS_MS[bucket];
+  if (high === undefined) return low;
+  // Integer buckets of width one are exact.
+  return high - low === 1 ? low : Math.round(Math.sqrt(low * high));
+}
+
+/** The q-quantile (0 < q <= 1) of the durations counted in `histogram`; null when it is empty. */
+export function histogramQuantile(histogram: readonly number[], q: number): number | null {
+  const total = histogram.reduce((sum, count) => sum + count, 0);
+  if (total === 0) return null;
+  const rank = Math.max(1, Math.ceil(q * total));
+  let seen = 0;
+  for (let bucket = 0; bucket < histogram.length; bucket += 1) {
+    seen += histogram[bucket] ?? 0;
+    if (seen >= rank) return bucketValue(bucket);
+  }
+  return bucketValue(histogram.length - 1);
+}

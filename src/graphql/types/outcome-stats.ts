@@ -1,0 +1,154 @@
+import { outcomeStatsCells } from '../../db/outcome-stats.ts';
+import { DomainError } from '../../domain/errors.ts';
+import { checkInteger } from '../../domain/limits.ts';
+import {
+  bucketSpec,
+  checkBucketCount,
+  checkUtcOffset,
+  type OutcomeGroup,
+  STATS_LIMITS,
+  statsRange,
+  summarise,
+} from '../../domain/outcome-stats.ts';
+import { builder } from '../builder.ts';
+import { badUserInput } from '../errors.ts';
+import { ToolOutcomeEnum } from './enums.ts';
+import { OutcomeCountsRef } from './outcome-counts.ts';
+
+const OutcomeGroupByEnum = builder.enumType('OutcomeGroupBy', {
+  values: {
+    SERVER: { value: 'server' },
+    TOOL: { value: 'tool' },
+    CONFIGURATION: { value: 'configuration' },
+    OWNER: { value: 'owner' },
+  } as const,
+});
+
+const TimeBucketEnum = builder.enumType('TimeBucket', {
+  description: 'Buckets aligned in UTC, or at utcOffsetMinutes. Weeks start on Monday.',
+  values: { HOUR: { value: 'hour' }, DAY: { value: 'day' }, WEEK: { value: 'week' } } as const,
+});
+
+const OutcomeOrderFieldEnum = builder.enumType('OutcomeOrderField', {
+  values: {
+    TOTAL: { value: 'total' },
+    FAILED: { value: 'failed' },
+    FAILURE_RATE: {
+      value: 'failureRate',
+      description: 'Use with minCalls, so that one failed call of one does not lead.',
+    },
+    KEY: { value: 'key', description: 'server, tool, configuration, owner.' },
+  } as const,
+});
+
+const SortDirectionEnum = builder.enumType('SortDirection', {
+  values: { ASC: { value: 'asc' }, DESC: { value: 'desc' } } as const,
+});
+
+const OutcomeOrder = builder.inputType('OutcomeOrder', {
+  fields: (t) => ({
+    field: t.field({ type: OutcomeOrderFieldEnum, required: true }),
+    direction: t.field({ type: SortDirectionEnum, defaultValue: 'desc', required: true }),
+  }),
+});
+
+const ToolStepFilter = builder.inputType('ToolStepFilter', {
+  description: 'Tool calls to count. Without a range: the 30 days up to now. A range spans at most 400 days.',
+  fields: (t) => ({
+    occurredAfter: t.field({ type: 'DateTime', description: 'From this instant (inclusive).' }),
+    occurredBefore: t.field({
+      type: 'DateTime',
+      description: 'Up to this instant (exclusive); default now.',
+    }),
+    servers: t.stringList(),
+    tools: t.stringList(),
+    configurations: t.stringList(),
+    owners: t.stringList(),
+    outcomes: t.field({ type: [ToolOutcomeEnum], description: 'Count only these outcomes.' }),
+  }),
+});
+
+const ToolOutcomeGroupRef = builder.objectRef<OutcomeGroup>('ToolOutcomeGroup').implement({
+  description:
+    'Tool calls of one group (and one time bucket). Key fields are null when not grouped by them. Durations are read from a histogram: within 14% of the true value (exact below 12 ms).',
+  fields: (t) => ({
+    server: t.exposeString('server', { nullable: true }),
+    toolName: t.exposeString('toolName', { nullable: true }),
+    configuration: t.exposeString('configuration', { nullable: true }),
+    owner: t.exposeString('owner', { nullable: true }),
+    bucketStart: t.expose('bucketStart', { type: 'DateTime', nullable: true }),
+    counts: t.field({ type: OutcomeCountsRef, resolve: (group) => group.counts }),
+    p50DurationMs: t.exposeInt('p50DurationMs', { nullable: true }),
+    p95DurationMs: t.exposeInt('p95DurationMs', { nullable: true }),
+  }),
+});
+
+function asUserInput<T>(work: () => T): T {
+  try {
+    return work();
+  } catch (error) {
+    if (error instanceof DomainError) throw badUserInput(error.message);
+    throw error;
+  }
+}
+
+builder.queryFields((t) => ({
+  toolOutcomeStats: t.field({
+    type: [ToolOutcomeGroupRef],
+    description:
+      'Tool calls grouped by server, tool, configuration and owner (any combination), by outcome, optionally as a time series. Cancelled calls count as cancelled only: they never raise failureRate.',
+    args: {
+      groupBy: t.arg({ type: [OutcomeGroupByEnum], required: true }),
+      filter: t.arg({ type: ToolStepFilter }),
+      bucket: t.arg({ type: TimeBucketEnum }),
+      utcOffsetMinutes: t.arg.int({
+        defaultValue: 0,
+        required: true,
+        description: 'Where buckets start, e.g. 60 for UTC+01:00.',
+      }),
+      orderBy: t.arg({ type: OutcomeOrder }),
+      minCalls: t.arg.int({
+        defaultValue: 1,
+        required: true,
+        description: 'Leave out groups with fewer calls.',
+      }),
+      first: t.arg.int({
+        defaultValue: STATS_LIMITS.defaultGroups,
+        required: true,
+        description: 'Groups, at most 500.',
+      }),
+    },
+    resolve: async (_root, args, context) => {
+      const filter = args.filter ?? {};
+      const { range, spec, first, minCalls } = asUserInput(() => {
+        const range = statsRange(filter.occurredAfter, filter.occurredBefore, new Date());
+        const spec = args.bucket ? bucketSpec(args.bucket, checkUtcOffset(args.utcOffsetMinutes)) : null;
+        if (spec) checkBucketCount(spec, range);
+        return {
+          range,
+          spec,
+          first: checkInteger(args.first, 'first', 0, STATS_LIMITS.maxGroups),
+          minCalls: checkInteger(args.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
+        };
+      });
+      const cells = await outcomeStatsCells(context.db, {
+        groupBy: [...new Set(args.groupBy)],
+        range,
+        spec,
+        servers: filter.servers,
+        tools: filter.tools,
+        configurations: filter.configurations,
+        owners: filter.owners,
+        outcomes: filter.outcomes,
+      });
+      return summarise(cells, {
+        spec,
+        range,
+        orderBy: args.orderBy?.field ?? 'key',
+        descending: (args.orderBy?.direction ?? 'asc') === 'desc',
+        minCalls,
+        first,
+      });
+    },
+  }),
+}));

@@ -1,0 +1,427 @@
+import { eq, sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runs } from '../../drizzle/schema.ts';
+import { selectRows } from '../../src/db/connection.ts';
+import { outcomeStatsCells, type StatsQuery } from '../../src/db/outcome-stats.ts';
+import { appendSteps, createRun, finishRun } from '../../src/db/recording.ts';
+import { appendLegacyToolStep } from '../../src/db/seed.ts';
+import { DURATION_THRESHOLDS_MS, durationBucket } from '../../src/domain/duration-histogram.ts';
+import { bucketSpec, summarise } from '../../src/domain/outcome-stats.ts';
+import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
+import { ToolResult } from '../../src/domain/tool-result.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+
+type Expected = 'ok' | 'failed' | 'cancelled' | null;
+
+/** One tool call as the test knows it, with the outcome a reader must see, written down by hand. */
+interface Call {
+  server: string;
+  tool: string;
+  configuration: string;
+  owner: string;
+  at: Date;
+  durationMs: number;
+  how: 'ok' | 'failed' | 'cancelled' | 'legacy-true' | 'legacy-false' | 'execution-true' | 'execution-false';
+  expected: Expected;
+}
+
+const DAY = 86_400_000;
+const BASE = Date.parse('2026-11-02T00:00:00Z');
+
+/** A deterministic data set: every kind of row, spread over five days and every hour. */
+function buildCalls(): Call[] {
+  const kinds: Array<[Call['how'], Expected]> = [
+    ['ok', 'ok'],
+    ['failed', 'failed'],
+    ['cancelled', 'cancelled'],
+    ['legacy-true', 'failed'],
+    ['legacy-false', 'ok'],
+    ['execution-true', 'failed'],
+    ['execution-false', 'ok'],
+  ];
+  const calls: Call[] = [];
+  for (let i = 0; i < 420; i += 1) {
+    const [how, expected] = kinds[(i * 5 + Math.floor(i / 7)) % kinds.length] ?? ['ok', 'ok'];
+    calls.push({
+      server: ['github', 'fs', 'web'][i % 3] ?? 'github',
+      tool: ['search', 'read', 'write', 'fetch'][(i >> 1) % 4] ?? 'search',
+      configuration: ['triage', 'docs'][(i >> 2) % 2] ?? 'triage',
+      owner: ['alice', 'bob', 'carol'][(i >> 3) % 3] ?? 'alice',
+      at: new Date(BASE + (i % 5) * DAY + ((i * 7) % 24) * 3_600_000 + ((i * 13) % 60) * 60_000),
+      durationMs: [0, 3, 11, 40, 95, 250, 1_300, 9_000, 61_000][i % 9] ?? 0,
+      how,
+      expected,
+    });
+  }
+  return calls;
+}
+
+async function record(api: TestApi, calls: Call[]) {
+  const db = api.database.handle.db;
+  const byRun = new Map<string, Call[]>();
+  for (const call of calls) {
+    const key = `${call.configuration}/${call.owner}`;
+    byRun.set(key, [...(byRun.get(key) ?? []), call]);
+  }
+  for (const [key, runCalls] of byRun) {
+    const [configuration = '', owner = ''] = key.split('/');
+    const run = await createRun(db, { owner, configuration, createdAt: new Date(BASE - DAY) });
+    for (const call of runCalls) {
+      const toolCall = {
+        round: 1,
+        durationMs: call.durationMs,
+        toolName: call.tool,
+        server: call.server,
+        arguments: null,
+        occurredAt: call.at,
+      };
+      if (call.how === 'legacy-true' || call.how === 'legacy-false') {
+        await appendLegacyToolStep(db, run.uuid, toolCall, call.how === 'legacy-true');
+        continue;
+      }
+      await appendSteps(db, {
+        runUuid: run.uuid,
+        build: (trace) => {
+          if (call.how === 'execution-true' || call.how === 'execution-false') {
+            trace.recordToolExecution(toolCall, 'x', call.how === 'execution-true');
+          } else {
+            trace.recordToolResult(toolCall, ToolResult.of(call.how as ToolOutcome, 'x'));
+          }
+          // Steps that are not tool calls never count.
+          trace.recordStep({ kind: 'llm', round: 1, durationMs: 5, occurredAt: call.at });
+        },
+      });
+    }
+    // A tool step with no boolean states no outcome, and counts nowhere.
+    await db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms)
+          values (${run.id}, 100000, 'tool', ${new Date(BASE + DAY).toISOString()}::timestamptz, 'search', 'github', 5)`,
+    );
+    await finishRun(db, { runUuid: run.uuid, status: 'completed', reason: 'completed' });
+  }
+}
+
+interface Tally {
+  ok: number;
+  failed: number;
+  cancelled: number;
+  durations: number[];
+}
+
+/** The expected answer, computed here from the hand-written outcomes, not by the service's rules. */
+function expectedGroups(calls: Call[], key: (call: Call) => string, from: number, to: number) {
+  const groups = new Map<string, Tally>();
+  for (const call of calls) {
+    const t = call.at.getTime();
+    if (t < from || t >= to || call.expected === null) continue;
+    const k = key(call);
+    const tally = groups.get(k) ?? { ok: 0, failed: 0, cancelled: 0, durations: [] };
+    tally[call.expected] += 1;
+    tally.durations.push(call.durationMs);
+    groups.set(k, tally);
+  }
+  return groups;
+}
+
+function exactQuantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? 0;
+}
+
+function expectClose(actual: number | null, exact: number) {
+  if (exact < 12) expect(actual).toBe(exact);
+  else {
+    expect(actual).toBeGreaterThanOrEqual(exact / 1.14);
+    expect(actual).toBeLessThanOrEqual(exact * 1.14);
+  }
+}
+
+const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bucket: TimeBucket, $offset: Int! = 0,
+  $orderBy: OutcomeOrder, $minCalls: Int! = 1, $first: Int! = 100) {
+  toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket, utcOffsetMinutes: $offset,
+    orderBy: $orderBy, minCalls: $minCalls, first: $first) {
+    server toolName configuration owner bucketStart
+    counts { ok failed cancelled total failureRate }
+    p50DurationMs p95DurationMs
+  }
+}`;
+
+interface Group {
+  server: string | null;
+  toolName: string | null;
+  configuration: string | null;
+  owner: string | null;
+  bucketStart: string | null;
+  counts: { ok: number; failed: number; cancelled: number; total: number; failureRate: number | null };
+  p50DurationMs: number | null;
+  p95DurationMs: number | null;
+}
+
+describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
+  let api: TestApi;
+  const calls = buildCalls();
+  // Partial days at both ends: the edges come from run_steps, the middle from the daily table.
+  const from = BASE + 5 * 3_600_000;
+  const to = BASE + 4 * DAY + 7 * 3_600_000;
+  const range = { occurredAfter: new Date(from).toISOString(), occurredBefore: new Date(to).toISOString() };
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    await record(api, calls);
+  }, 120_000);
+  afterAll(async () => api?.dispose());
+
+  async function stats(variables: Record<string, unknown>): Promise<Group[]> {
+    const result = await api.query<{ toolOutcomeStats: Group[] }>(STATS, variables);
+    expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
+    return result.data?.toolOutcomeStats ?? [];
+  }
+
+  function checkAgainst(groups: Group[], expected: Map<string, Tally>, key: (g: Group) => string) {
+    expect(groups.map(key).sort()).toEqual([...expected.keys()].sort());
+    for (const group of groups) {
+      const tally = expected.get(key(group));
+      if (!tally) throw new Error(`unexpected group ${key(group)}`);
+      const answered = tally.ok + tally.failed;
+      expect(group.counts).toEqual({
+        ok: tally.ok,
+        failed: tally.failed,
+        cancelled: tally.cancelled,
+        total: tally.ok + tally.failed + tally.cancelled,
+        failureRate: answered === 0 ? null : tally.failed / answered,
+      });
+      expectClose(group.p50DurationMs, exactQuantile(tally.durations, 0.5));
+      expectClose(group.p95DurationMs, exactQuantile(tally.durations, 0.95));
+    }
+  }
+
+  it('counts every kind of row by server: legacy rows as they always were, cancels only as cancels', async () => {
+    const groups = await stats({ groupBy: ['SERVER'], filter: range });
+    checkAgainst(
+      groups,
+      expectedGroups(calls, (c) => c.server, from, to),
+      (g) => String(g.server),
+    );
+    expect(groups.every((g) => g.toolName === null && g.owner === null && g.bucketStart === null)).toBe(true);
+  });
+
+  it('counts by server and tool, by configuration and owner, and by all four', async () => {
+    checkAgainst(
+      await stats({ groupBy: ['SERVER', 'TOOL'], filter: range }),
+      expectedGroups(calls, (c) => `${c.server}/${c.tool}`, from, to),
+      (g) => `${g.server}/${g.toolName}`,
+    );
+    checkAgainst(
+      await stats({ groupBy: ['CONFIGURATION', 'OWNER'], filter: range }),
+      expectedGroups(calls, (c) => `${c.configuration}/${c.owner}`, from, to),
+      (g) => `${g.configuration}/${g.owner}`,
+    );
+    checkAgainst(
+      await stats({ groupBy: ['OWNER', 'TOOL', 'SERVER', 'CONFIGURATION'], filter: range }),
+      expectedGroups(calls, (c) => `${c.server}/${c.tool}/${c.configuration}/${c.owner}`, from, to),
+      (g) => `${g.server}/${g.toolName}/${g.configuration}/${g.owner}`,
+    );
+  });
+
+  it('filters by servers, tools, configurations, owners and outcomes', async () => {
+    const pick = (c: Call) => c.server === 'web' && ['read', 'fetch'].includes(c.tool) && c.owner !== 'carol';
+    checkAgainst(
+      await stats({
+        groupBy: ['TOOL'],
+        filter: { ...range, servers: ['web'], tools: ['read', 'fetch'], owners: ['alice', 'bob'] },
+      }),
+      expectedGroups(calls.filter(pick), (c) => c.tool, from, to),
+      (g) => String(g.toolName),
+    );
+    const cancelledOnly = await stats({ groupBy: ['SERVER'], filter: { ...range, outcomes: ['CANCELLED'] } });
+    const expected = expectedGroups(
+      calls.filter((c) => c.expected === 'cancelled'),
+      (c) => c.server,
+      from,
+      to,
+    );
+    checkAgainst(cancelledOnly, expected, (g) => String(g.server));
+    expect(cancelledOnly.every((g) => g.counts.failureRate === null)).toBe(true);
+    const triage = await stats({ groupBy: ['SERVER'], filter: { ...range, configurations: ['triage'] } });
+    checkAgainst(
+      triage,
+      expectedGroups(
+        calls.filter((c) => c.configuration === 'triage'),
+        (c) => c.server,
+        from,
+        to,
+      ),
+      (g) => String(g.server),
+    );
+  });
+
+  it('answers a daily series per tool with every bucket present, empty ones at zero', async () => {
+    const groups = await stats({
+      groupBy: ['TOOL'],
+      filter: { ...range, servers: ['github'] },
+      bucket: 'DAY',
+    });
+    const days = [0, 1, 2, 3, 4].map((d) => new Date(BASE + d * DAY).toISOString());
+    const tools = [...new Set(calls.filter((c) => c.server === 'github').map((c) => c.tool))].sort();
+    expect(groups.map((g) => `${g.toolName}@${g.bucketStart}`)).toEqual(
+      tools.flatMap((tool) => days.map((day) => `${tool}@${day}`)),
+    );
+    const expected = expectedGroups(
+      calls.filter((c) => c.server === 'github'),
+      (c) => `${c.tool}@${new Date(Math.floor(c.at.getTime() / DAY) * DAY).toISOString()}`,
+      from,
+      to,
+    );
+    for (const group of groups) {
+      const tally = expected.get(`${group.toolName}@${group.bucketStart}`);
+      expect(group.counts.total).toBe(tally ? tally.ok + tally.failed + tally.cancelled : 0);
+      expect(group.counts.failed).toBe(tally?.failed ?? 0);
+      if (!tally) expect(group).toMatchObject({ p50DurationMs: null, counts: { failureRate: null } });
+    }
+  });
+
+  it('aligns buckets at a UTC offset, and weeks on Monday', async () => {
+    const offset = 330; // UTC+05:30
+    const groups = await stats({ groupBy: ['SERVER'], filter: range, bucket: 'DAY', offset });
+    const shift = offset * 60_000;
+    const dayOf = (t: number) => Math.floor((t + shift) / DAY) * DAY - shift;
+    const expected = expectedGroups(
+      calls,
+      (c) => `${c.server}@${new Date(dayOf(c.at.getTime())).toISOString()}`,
+      from,
+      to,
+    );
+    for (const group of groups) {
+      expect(new Date(group.bucketStart ?? '').getUTCHours()).toBe(18);
+      const tally = expected.get(`${group.server}@${group.bucketStart}`);
+      expect(group.counts.total).toBe(tally ? tally.ok + tally.failed + tally.cancelled : 0);
+    }
+    expect(groups.reduce((sum, g) => sum + g.counts.total, 0)).toBe(
+      [...expected.values()].reduce((sum, t) => sum + t.ok + t.failed + t.cancelled, 0),
+    );
+    const weeks = await stats({ groupBy: [], filter: range, bucket: 'WEEK' });
+    // 2026-11-02 is a Monday: the range falls in one week.
+    expect(weeks.map((w) => w.bucketStart)).toEqual(['2026-11-02T00:00:00.000Z']);
+    const hours = await stats({ groupBy: [], filter: range, bucket: 'HOUR' });
+    expect(hours).toHaveLength((to - from) / 3_600_000);
+  });
+
+  it('orders by total, failed and failure rate with a minimum of calls, and cuts to first', async () => {
+    const byKey = expectedGroups(calls, (c) => `${c.server}/${c.tool}`, from, to);
+    const rate = (t: Tally) => (t.ok + t.failed === 0 ? -1 : t.failed / (t.ok + t.failed));
+    const total = (t: Tally) => t.ok + t.failed + t.cancelled;
+    const expectedOrder = [...byKey.entries()]
+      .filter(([, t]) => total(t) >= 30)
+      .sort(([ka, a], [kb, b]) => rate(b) - rate(a) || (ka < kb ? -1 : 1))
+      .slice(0, 3)
+      .map(([k]) => k);
+    const worst = await stats({
+      groupBy: ['SERVER', 'TOOL'],
+      filter: range,
+      orderBy: { field: 'FAILURE_RATE' },
+      minCalls: 30,
+      first: 3,
+    });
+    expect(worst.map((g) => `${g.server}/${g.toolName}`)).toEqual(expectedOrder);
+    const busiest = await stats({
+      groupBy: ['SERVER'],
+      filter: range,
+      orderBy: { field: 'TOTAL', direction: 'DESC' },
+    });
+    const totals = busiest.map((g) => g.counts.total);
+    expect(totals).toEqual([...totals].sort((a, b) => b - a));
+    const fewestFailures = await stats({
+      groupBy: ['SERVER'],
+      filter: range,
+      orderBy: { field: 'FAILED', direction: 'ASC' },
+    });
+    const failed = fewestFailures.map((g) => g.counts.failed);
+    expect(failed).toEqual([...failed].sort((a, b) => a - b));
+  });
+
+  it('gives the same answer from the daily table as from run_steps, also after updates and deletes', async () => {
+    const db = api.database.handle.db;
+    const compare = async () => {
+      for (const groupBy of [['server'], ['server', 'tool'], []] as const) {
+        for (const bucket of [null, 'day', 'week'] as const) {
+          const query: StatsQuery = {
+            groupBy,
+            range: { from: new Date(from), to: new Date(to) },
+            spec: bucket ? bucketSpec(bucket, 0) : null,
+          };
+          const options = {
+            spec: query.spec,
+            range: query.range,
+            orderBy: 'key' as const,
+            descending: false,
+            minCalls: 1,
+            first: 500,
+          };
+          const viaDaily = summarise(await outcomeStatsCells(db, query, 'auto'), options);
+          const viaSteps = summarise(await outcomeStatsCells(db, query, 'raw'), options);
+          expect(viaDaily).toEqual(viaSteps);
+        }
+      }
+    };
+    await compare();
+    await db.execute(
+      sql`update run_steps set tool_is_error = not tool_is_error where tool_outcome is null and tool_is_error is not null`,
+    );
+    await db.execute(
+      sql`update run_steps set duration_ms = duration_ms + 1000 where kind = 'tool' and server = 'fs'`,
+    );
+    await compare();
+    const [victim] = await db.select().from(runs).where(eq(runs.owner, 'bob')).limit(1);
+    await db.delete(runs).where(eq(runs.id, victim?.id ?? 0));
+    await compare();
+  });
+
+  it('refuses a reversed range, a range over 400 days, too many buckets, a bad offset and first over 500', async () => {
+    const codes = async (variables: Record<string, unknown>) =>
+      (await api.query(STATS, variables)).errors?.map((e) => e.extensions?.code);
+    expect(
+      await codes({
+        groupBy: ['SERVER'],
+        filter: { occurredAfter: '2026-11-03T00:00:00Z', occurredBefore: '2026-11-02T00:00:00Z' },
+      }),
+    ).toEqual(['BAD_USER_INPUT']);
+    expect(
+      await codes({
+        groupBy: ['SERVER'],
+        filter: { occurredAfter: '2024-01-01T00:00:00Z', occurredBefore: '2026-01-01T00:00:00Z' },
+      }),
+    ).toEqual(['BAD_USER_INPUT']);
+    expect(
+      await codes({
+        groupBy: ['SERVER'],
+        bucket: 'HOUR',
+        filter: { occurredAfter: '2026-01-01T00:00:00Z', occurredBefore: '2026-11-01T00:00:00Z' },
+      }),
+    ).toEqual(['BAD_USER_INPUT']);
+    expect(await codes({ groupBy: ['SERVER'], bucket: 'DAY', offset: 900 })).toEqual(['BAD_USER_INPUT']);
+    expect(await codes({ groupBy: ['SERVER'], first: 501 })).toEqual(['BAD_USER_INPUT']);
+  });
+});
+
+describe.each(backendNames)('duration buckets: SQL and TypeScript agree (%s)', (backend) => {
+  it('for every duration up to 2,000 ms and around every threshold', async () => {
+    const { openTestDatabase } = await import('../support/databases.ts');
+    const database = await openTestDatabase(backend);
+    try {
+      const probes = new Set<number>();
+      for (let ms = 0; ms <= 2_000; ms += 1) probes.add(ms);
+      for (const t of DURATION_THRESHOLDS_MS) for (const d of [-1, 0, 1]) probes.add(Math.max(0, t + d));
+      probes.add(2_000_000_000);
+      const values = [...probes];
+      const rows = await selectRows<{ ms: number; bucket: number }>(
+        database.handle.db,
+        sql`select ms, tool_duration_bucket(ms) as bucket from unnest(${`{${values.join(',')}}`}::int[]) as ms`,
+      );
+      expect(rows).toHaveLength(values.length);
+      for (const row of rows) expect([row.ms, row.bucket]).toEqual([row.ms, durationBucket(row.ms)]);
+    } finally {
+      await database.dispose();
+    }
+  });
+});
