@@ -1,8 +1,10 @@
 import { benchRecording } from './record.ts';
+import { benchStats } from './stats.ts';
 
 // npm run bench [-- record | stats]: every benchmark, or the ones named.
 const benchmarks: Record<string, () => Promise<void>> = {
   record: benchRecording,
+  stats: benchStats,
 };
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));

@@ -142,7 +142,10 @@ export const toolOutcomeDaily = pgTable(
     cancelled: integer('cancelled').notNull().default(0),
     ...durationColumns,
   },
-  (t) => [primaryKey({ name: 'tool_outcome_daily_pkey', columns: [t.day, t.server, t.toolName] })],
+  (t) => [
+    primaryKey({ name: 'tool_outcome_daily_pkey', columns: [t.day, t.server, t.toolName] }),
+    index('tool_outcome_daily_server_idx').on(t.server, t.day),
+  ],
 );
 
 export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily };

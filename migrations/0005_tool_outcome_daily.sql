@@ -90,6 +90,8 @@ CREATE TABLE tool_outcome_daily (
   d64 integer NOT NULL DEFAULT 0,
   CONSTRAINT tool_outcome_daily_pkey PRIMARY KEY (day, server, tool_name)
 );
+-- One server's days without reading every other server's.
+CREATE INDEX tool_outcome_daily_server_idx ON tool_outcome_daily (server, day);
 
 -- The triggers add (sign 1) the tool calls a statement inserted and remove
 -- (sign -1) those it deleted; an update is both.
