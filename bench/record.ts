@@ -1,6 +1,6 @@
 import os from 'node:os';
 import pg from 'pg';
-import { freshDatabase, graphql, load, startService, table, timed } from './support.ts';
+import { benchKey, freshDatabase, graphql, load, startService, table, timed } from './support.ts';
 
 /**
  * Steps recorded per second through the API (over HTTP, the service in its own
@@ -21,12 +21,13 @@ const START = `mutation { startRun(input: { configuration: "bench" }) { ... on M
 export async function benchRecording(): Promise<void> {
   console.log(`\n## recording: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);
   const url = await freshDatabase('runledger_bench_record');
+  const key = await benchKey(url);
   const service = await startService(url);
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY });
   try {
     const runs: string[] = [];
     for (let i = 0; i < CONCURRENCY; i += 1) {
-      const data = await graphql<{ startRun: { data: { uuid: string } } }>(service.url, START, {});
+      const data = await graphql<{ startRun: { data: { uuid: string } } }>(service.url, key, START, {});
       runs.push(data.startRun.data.uuid);
     }
     const input = (i: number) => ({
@@ -42,10 +43,10 @@ export async function benchRecording(): Promise<void> {
 
     // Warm both paths so neither pays for first-use compilation in the measurement.
     await timed(100, CONCURRENCY, async (i) => {
-      await graphql(service.url, RECORD, { input: input(i) });
+      await graphql(service.url, key, RECORD, { input: input(i) });
     });
 
-    const api = await load(service.url, SINGLE, CONCURRENCY, (i) => ({
+    const api = await load(service.url, key, SINGLE, CONCURRENCY, (i) => ({
       query: RECORD,
       variables: { input: input(i) },
     }));
@@ -97,7 +98,7 @@ export async function benchRecording(): Promise<void> {
         content: 'a result of modest size',
       })),
     });
-    const apiBatch = await load(service.url, BATCHES, CONCURRENCY, (i) => ({
+    const apiBatch = await load(service.url, key, BATCHES, CONCURRENCY, (i) => ({
       query: RECORD_BATCH,
       variables: { input: batchInput(i) },
     }));

@@ -2,7 +2,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrator.ts';
-import { freshDatabase, graphql, quantile, startService, table } from './support.ts';
+import { benchKey, freshDatabase, graphql, quantile, startService, table } from './support.ts';
 
 /**
  * Outcome aggregations at scale: 1,000,000 tool steps over 90 days, 20
@@ -97,13 +97,14 @@ export async function benchStats(): Promise<void> {
   await seed(url, end);
   const from = new Date(end.getTime() - DAYS * 86_400_000).toISOString();
   const to = new Date(end.getTime() + 1).toISOString();
+  const key = await benchKey(url);
   const service = await startService(url);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   try {
     // Same answers first: the API's counts equal the plain GROUP BY's.
     const api = await graphql<{
       toolOutcomeStats: Array<{ server: string; counts: { total: number; failed: number } }>;
-    }>(service.url, BY_SERVER, { from, to });
+    }>(service.url, key, BY_SERVER, { from, to });
     const plain = await pool.query<{ server: string; total: string; failed: string }>(PLAIN_BY_SERVER, [
       from,
       to,
@@ -117,10 +118,10 @@ export async function benchStats(): Promise<void> {
     console.log(`  the API and the plain GROUP BY agree on all ${api.toolOutcomeStats.length} servers`);
 
     const results = [
-      await measure('by server, 90 days: API', () => graphql(service.url, BY_SERVER, { from, to })),
+      await measure('by server, 90 days: API', () => graphql(service.url, key, BY_SERVER, { from, to })),
       await measure('by server, 90 days: plain SQL', () => pool.query(PLAIN_BY_SERVER, [from, to])),
       await measure('daily series by tool, one server: API', () =>
-        graphql(service.url, TOOL_SERIES, { from, to, server: 'server_7' }),
+        graphql(service.url, key, TOOL_SERIES, { from, to, server: 'server_7' }),
       ),
       await measure('daily series by tool, one server: plain SQL', () =>
         pool.query(PLAIN_TOOL_SERIES, [from, to, 'server_7']),

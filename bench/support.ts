@@ -2,6 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { createApiKey } from '../src/db/api-keys.ts';
+import { openDatabase } from '../src/db/connection.ts';
+import { migrate } from '../src/db/migrator.ts';
+import { PERMISSIONS } from '../src/domain/permissions.ts';
 
 export const root = fileURLToPath(new URL('..', import.meta.url));
 export const serverUrl = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -57,15 +61,26 @@ export async function startService(url: string): Promise<Service> {
   };
 }
 
+/** A key for the benchmark's actor, with every permission, written straight into the database. */
+export async function benchKey(url: string): Promise<string> {
+  const handle = await openDatabase({ url });
+  try {
+    await migrate(handle);
+    return (await createApiKey(handle.db, 'bench', PERMISSIONS)).key;
+  } finally {
+    await handle.close();
+  }
+}
+
 export async function graphql<T>(
   url: string,
+  key: string,
   query: string,
   variables: Record<string, unknown>,
-  actor = 'bench',
 ): Promise<T> {
   const response = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-runledger-actor': actor },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     body: JSON.stringify({ query, variables }),
   });
   const body = (await response.json()) as { data?: T; errors?: unknown };
@@ -110,6 +125,7 @@ export function table(rows: Array<Record<string, string | number>>): void {
  */
 export async function load(
   url: string,
+  key: string,
   total: number,
   connections: number,
   body: (i: number) => unknown,
@@ -121,7 +137,7 @@ export async function load(
     connections,
     amount: total,
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-runledger-actor': 'bench' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
     requests: [
       {
         setupRequest: (request) => {

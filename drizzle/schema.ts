@@ -148,4 +148,24 @@ export const toolOutcomeDaily = pgTable(
   ],
 );
 
-export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily };
+/** API keys, stored as SHA-256 hashes (migrations/0006). */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    actor: text('actor').notNull(),
+    keyHash: text('key_hash').notNull().unique('api_keys_key_hash_unique'),
+    keyPrefix: text('key_prefix').notNull(),
+    permissions: text('permissions').array().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  },
+  (t) => [
+    check(
+      'api_keys_permissions_known',
+      sql`${t.permissions} <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys']::text[]`,
+    ),
+  ],
+);
+
+export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys };

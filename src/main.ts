@@ -1,6 +1,8 @@
 import { createServer as createHttpServer } from 'node:http';
+import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabase, optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
+import { PERMISSIONS } from './domain/permissions.ts';
 import { createServer } from './server.ts';
 
 const port = Number(process.env.PORT ?? 4000);
@@ -9,6 +11,12 @@ const host = process.env.HOST ?? '127.0.0.1';
 const handle = await openDatabase(optionsFromEnv());
 console.log(`database: ${handle.backend} at ${handle.location}`);
 await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
+if ((await countActiveApiKeys(handle.db)) === 0) {
+  // A fresh install must be usable: one key that may do everything, shown this once.
+  const { key } = await createApiKey(handle.db, 'admin', PERMISSIONS);
+  console.log(`no API keys yet: created one for actor "admin" with every permission.`);
+  console.log(`administrator key (shown once, store it now): ${key}`);
+}
 
 const yoga = createServer({ handle });
 const http = createHttpServer(yoga);

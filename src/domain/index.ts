@@ -6,6 +6,7 @@ export * from './labels.ts';
 export * from './limits.ts';
 export * from './outcome-counts.ts';
 export * from './outcome-stats.ts';
+export * from './permissions.ts';
 export * from './run-lifecycle.ts';
 export * from './run-status.ts';
 export * from './run-step.ts';

@@ -1,22 +1,48 @@
+import { GraphQLError } from 'graphql';
+import { actorForKey } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
+import { type Actor, can, type Permission } from '../domain/permissions.ts';
+import { ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 export interface Context {
   db: DatabaseHandle['db'];
   loaders: Loaders;
-  /** Who is asking: runs started in this request belong to them, and only their runs take steps. */
-  actor: string;
+  /** Who is asking, from the request's API key. */
+  actor: Actor;
 }
 
-/** The header that names the actor until API keys exist. */
-export const ACTOR_HEADER = 'x-runledger-actor';
-export const ANONYMOUS_ACTOR = 'anonymous';
-
-export function actorFromRequest(request: Request): string {
-  const name = request.headers.get(ACTOR_HEADER)?.trim();
-  return name && /^[\w.@-]{1,100}$/.test(name) ? name : ANONYMOUS_ACTOR;
+function unauthenticated(message: string): GraphQLError {
+  return new GraphQLError(message, {
+    extensions: {
+      code: ErrorCode.Unauthenticated,
+      http: { status: 401, headers: { 'www-authenticate': 'Bearer' } },
+    },
+  });
 }
 
-export function createContext(handle: DatabaseHandle, request: Request): Context {
-  return { db: handle.db, loaders: createLoaders(handle.db), actor: actorFromRequest(request) };
+/** The actor behind `Authorization: Bearer <key>`; refused with 401 when there is no such key. */
+export async function authenticate(handle: DatabaseHandle, request: Request): Promise<Actor> {
+  const header = request.headers.get('authorization') ?? '';
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!match?.[1]) throw unauthenticated('send an API key: Authorization: Bearer <key>');
+  const actor = await actorForKey(handle.db, match[1]);
+  if (!actor) throw unauthenticated('the API key is unknown or revoked');
+  return actor;
+}
+
+export async function createContext(handle: DatabaseHandle, request: Request): Promise<Context> {
+  const actor = await authenticate(handle, request);
+  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor };
+}
+
+export function forbidden(permission: Permission): GraphQLError {
+  return new GraphQLError(`this needs the ${permission} permission`, {
+    extensions: { code: ErrorCode.Forbidden, permission },
+  });
+}
+
+/** Refuses with FORBIDDEN unless the actor holds the permission. */
+export function requirePermission(context: Context, permission: Permission): void {
+  if (!can(context.actor, permission)) throw forbidden(permission);
 }

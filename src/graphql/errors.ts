@@ -4,6 +4,8 @@ import { GraphQLError } from 'graphql';
 export const ErrorCode = {
   BadUserInput: 'BAD_USER_INPUT',
   Internal: 'INTERNAL_SERVER_ERROR',
+  Unauthenticated: 'UNAUTHENTICATED',
+  Forbidden: 'FORBIDDEN',
 } as const;
 
 export function badUserInput(message: string, field?: string): GraphQLError {

@@ -10,6 +10,7 @@ import {
   tallyToolOutcomesOfRuns,
 } from '../db/steps.ts';
 import type { OutcomeTally } from '../domain/outcome-counts.ts';
+import { type Actor, canSeeRunOf } from '../domain/permissions.ts';
 
 function byKey<K, V>(rows: readonly V[], key: (row: V) => K): Map<K, V> {
   return new Map(rows.map((row) => [key(row), row]));
@@ -22,21 +23,30 @@ export interface StepSliceKey {
 
 /**
  * Per-request loaders: every list of runs asks the database once per field,
- * not once per run.
+ * not once per run. They are the one gate of visibility for reads by key: a run
+ * the actor may not see loads as null, exactly like a run that does not exist,
+ * and so do its steps.
  */
-export function createLoaders(db: Database) {
+export function createLoaders(db: Database, actor: Actor) {
+  const visible = (run: RunRow | undefined) => (run && canSeeRunOf(actor, run.owner) ? run : null);
+  const runById = new DataLoader<number, RunRow | null>(async (ids) => {
+    const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
+    return ids.map((id) => visible(rows.get(id)));
+  });
   return {
     runByUuid: new DataLoader<string, RunRow | null>(async (uuids) => {
       const rows = byKey(await findRunsByUuids(db, uuids), (r) => r.uuid);
-      return uuids.map((uuid) => rows.get(uuid) ?? null);
+      return uuids.map((uuid) => visible(rows.get(uuid)));
     }),
-    runById: new DataLoader<number, RunRow | null>(async (ids) => {
-      const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
-      return ids.map((id) => rows.get(id) ?? null);
-    }),
+    runById,
     stepById: new DataLoader<number, StepRow | null>(async (ids) => {
       const rows = byKey(await findStepsByIds(db, ids), (r) => r.id);
-      return ids.map((id) => rows.get(id) ?? null);
+      return Promise.all(
+        ids.map(async (id) => {
+          const step = rows.get(id);
+          return step && (await runById.load(step.runId)) ? step : null;
+        }),
+      );
     }),
     toolOutcomeTally: new DataLoader<number, OutcomeTally>(async (runIds) => {
       const tallies = await tallyToolOutcomesOfRuns(db, runIds);

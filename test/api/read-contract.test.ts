@@ -251,9 +251,11 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
 
   it('masks unexpected errors', async () => {
     const broken = await openTestApi(backend);
+    await broken.keyFor();
     await broken.database.handle.close();
     const result = await broken.query('{ runs { edges { cursor } } }');
     await broken.dispose();
+    expect(result.status).toBe(500);
     expect(result.errors?.[0]?.message).toBe('Unexpected error.');
     expect(errorCodes(result)).toEqual(['INTERNAL_SERVER_ERROR']);
     expect(JSON.stringify(result.errors)).not.toMatch(/stack|pglite|pool|ECONN/i);

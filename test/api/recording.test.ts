@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
+import type { Permission } from '../../src/domain/permissions.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
@@ -28,6 +29,8 @@ type Payload = {
     };
   };
 };
+
+const OWN_RUNS_ONLY: Permission[] = ['read_own_runs', 'record', 'cancel_own_runs'];
 
 const STEPS_RESULT = `__typename
   ... on Error { code message }
@@ -72,8 +75,13 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     return result.data?.startRun.data.uuid ?? '';
   }
 
-  async function send(mutation: string, input: Record<string, unknown>, actor = 'alice'): Promise<Payload> {
-    const result = await api.query<{ r: Payload }>(mutation, { input }, { actor });
+  async function send(
+    mutation: string,
+    input: Record<string, unknown>,
+    actor = 'alice',
+    permissions?: readonly Permission[],
+  ): Promise<Payload> {
+    const result = await api.query<{ r: Payload }>(mutation, { input }, { actor, permissions });
     expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
     return result.data?.r as Payload;
   }
@@ -455,12 +463,17 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
 
     it("refuses a step into another actor's run exactly like an unknown run", async () => {
       const before = await snapshot(run);
-      const refused = await send(M.execution, { ...call(run), result: 'r', isError: false }, 'mallory');
+      const refused = await send(
+        M.execution,
+        { ...call(run), result: 'r', isError: false },
+        'mallory',
+        OWN_RUNS_ONLY,
+      );
       expect(refused).toMatchObject({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
       const cancel = await api.query<{ cancelRun: { __typename: string } }>(
         `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`,
         { u: run },
-        { actor: 'mallory' },
+        { actor: 'mallory', permissions: OWN_RUNS_ONLY },
       );
       expect(cancel.data?.cancelRun.__typename).toBe('RunNotFoundError');
       expect(await snapshot(run)).toEqual(before);
@@ -471,7 +484,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
       const raw = async (body: string) => {
         const response = await api.server.fetch('http://runledger.test/graphql', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', 'x-runledger-actor': 'alice' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${await api.keyFor()}` },
           body,
         });
         return (await response.json()) as {

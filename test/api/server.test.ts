@@ -64,9 +64,19 @@ describe.each(backendNames)('the service over HTTP (%s)', (backend) => {
 
     expect((await fetch(`${base}/health`)).status).toBe(200);
     expect((await fetch(`${base}/ready`)).status).toBe(200);
-    const response = await fetch(running.url, {
+    // A fresh install prints an administrator key once.
+    const key = /administrator key \(shown once, store it now\): (rl_\S+)/.exec(running.output())?.[1];
+    expect(key).toBeDefined();
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+    const anonymous = await fetch(running.url, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ runs { edges { cursor } } }' }),
+    });
+    expect(anonymous.status).toBe(401);
+    const response = await fetch(running.url, {
+      method: 'POST',
+      headers,
       body: JSON.stringify({ query: '{ runs(first: 1) { edges { cursor } pageInfo { hasNextPage } } }' }),
     });
     expect(response.status).toBe(200);
@@ -77,7 +87,7 @@ describe.each(backendNames)('the service over HTTP (%s)', (backend) => {
     // A request in flight when the signal arrives still gets its answer.
     const inFlight = fetch(running.url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers,
       body: JSON.stringify({ query: '{ runs { edges { cursor } } }' }),
     });
     await new Promise((resolve) => setTimeout(resolve, 5));

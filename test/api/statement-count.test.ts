@@ -44,6 +44,7 @@ describe.each(backendNames)('a page of runs costs a bounded number of statements
   afterAll(async () => api?.dispose());
 
   it.each([5, 50])('%i runs with counts and their first 10 steps: at most 4 statements', async (first) => {
+    await api.keyFor();
     statements.length = 0;
     const result = await api.query<{ runs: { edges: Array<{ node: { steps: { edges: unknown[] } } }> } }>(
       listQuery,
@@ -54,6 +55,8 @@ describe.each(backendNames)('a page of runs costs a bounded number of statements
     expect(result.errors).toBeUndefined();
     expect(result.data?.runs.edges).toHaveLength(first);
     expect(result.data?.runs.edges.every((e) => e.node.steps.edges.length === 10)).toBe(true);
-    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(4);
+    // One statement finds the API key; the rest are data, whatever the page size.
+    expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(1 + 4);
+    expect(statements.filter((s) => !s.includes('"api_keys"')).length).toBeLessThanOrEqual(4);
   });
 });

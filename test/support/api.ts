@@ -1,5 +1,14 @@
 import type { ExecutionResult } from 'graphql';
+import { createApiKey } from '../../src/db/api-keys.ts';
+import { PERMISSIONS, type Permission } from '../../src/domain/permissions.ts';
 import { createServer, type Server } from '../../src/server.ts';
+
+/** Who asks: an actor (default alice) and its permissions (default: all). */
+export interface AskAs {
+  actor?: string;
+  permissions?: readonly Permission[];
+}
+
 import { type BackendName, type OpenTestOptions, openTestDatabase, type TestDatabase } from './databases.ts';
 
 export interface TestApi {
@@ -9,24 +18,38 @@ export interface TestApi {
   query<Data = Record<string, unknown>>(
     query: string,
     variables?: Record<string, unknown>,
-    options?: { actor?: string },
+    options?: AskAs,
   ): Promise<ExecutionResult<Data> & { status: number }>;
+  /** An API key for an actor with these permissions (default: all), made once per pair. */
+  keyFor(actor?: string, permissions?: readonly Permission[]): Promise<string>;
   dispose(): Promise<void>;
 }
 
 export async function openTestApi(backend: BackendName, options: OpenTestOptions = {}): Promise<TestApi> {
   const database = await openTestDatabase(backend, options);
   const server = createServer({ handle: database.handle, graphiql: false });
+  const keys = new Map<string, Promise<string>>();
+  const keyFor = (actor = 'alice', permissions: readonly Permission[] = PERMISSIONS) => {
+    const id = `${actor}:${[...permissions].sort().join(',')}`;
+    let key = keys.get(id);
+    if (!key) {
+      key = createApiKey(database.handle.db, actor, permissions).then((made) => made.key);
+      keys.set(id, key);
+    }
+    return key;
+  };
   return {
     database,
     server,
-    async query<Data>(query: string, variables?: Record<string, unknown>, options: { actor?: string } = {}) {
+    keyFor,
+    async query<Data>(query: string, variables?: Record<string, unknown>, options: AskAs = {}) {
+      const key = await keyFor(options.actor, options.permissions);
       const response = await server.fetch('http://runledger.test/graphql', {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           accept: 'application/json',
-          'x-runledger-actor': options.actor ?? 'alice',
+          authorization: `Bearer ${key}`,
         },
         body: JSON.stringify({ query, variables }),
       });

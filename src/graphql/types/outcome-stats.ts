@@ -10,6 +10,7 @@ import {
   statsRange,
   summarise,
 } from '../../domain/outcome-stats.ts';
+import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
 import { badUserInput } from '../errors.ts';
 import { ToolOutcomeEnum } from './enums.ts';
@@ -131,6 +132,8 @@ builder.queryFields((t) => ({
           minCalls: checkInteger(args.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
         };
       });
+      const owners = restrictOwners(context.actor, filter.owners);
+      if (owners?.length === 0) return [];
       const cells = await outcomeStatsCells(context.db, {
         groupBy: [...new Set(args.groupBy)],
         range,
@@ -138,7 +141,7 @@ builder.queryFields((t) => ({
         servers: filter.servers,
         tools: filter.tools,
         configurations: filter.configurations,
-        owners: filter.owners,
+        owners,
         outcomes: filter.outcomes,
       });
       return summarise(cells, {

@@ -1,5 +1,6 @@
 import type { RunPageRow } from '../../db/runs.ts';
 import { listRuns } from '../../db/runs.ts';
+import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
 import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
 import { RunStatusEnum, ToolOutcomeEnum } from './enums.ts';
@@ -40,11 +41,13 @@ builder.queryFields((t) => ({
       const size = pageSize(args.first);
       const after = args.after ? decodeCursor(RUN_CURSOR, args.after, isRunPosition) : null;
       const filter = args.filter ?? {};
+      const owners = restrictOwners(context.actor, filter.owner);
+      if (owners?.length === 0) return toPage<RunPageRow>([], size, after !== null, () => '');
       const rows = await listRuns(context.db, {
         filter: {
           statuses: filter.status,
           configurations: filter.configuration,
-          owners: filter.owner,
+          owners,
           createdFrom: filter.createdAfter,
           createdTo: filter.createdBefore,
           hasToolOutcome: filter.hasToolOutcome,

@@ -3,9 +3,10 @@ import { appendSteps, cancelRun, createRun, finishRun } from '../../db/recording
 import { InvalidInputError, RunAlreadyExistsError } from '../../domain/errors.ts';
 import { requestFingerprint } from '../../domain/idempotency.ts';
 import { checkName, Limits } from '../../domain/limits.ts';
+import { can } from '../../domain/permissions.ts';
 import type { StepCommand } from '../../domain/run-trace.ts';
 import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
+import { type Context, requirePermission } from '../context.ts';
 import { batchCommands, plainStep, toolCall, toolResult } from '../step-commands.ts';
 import { RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { RUN_END_ERRORS, STEP_ERRORS } from './errors.ts';
@@ -156,6 +157,7 @@ function record(
   input: { runUuid: string; idempotencyKey?: string | null },
   commands: (now: Date) => StepCommand[],
 ): Promise<AppendResult> {
+  requirePermission(context, 'record');
   const runUuid = runUuidOf(input.runUuid);
   const { idempotencyKey, ...request } = input;
   if (idempotencyKey != null) checkName(idempotencyKey, 'idempotencyKey', Limits.idempotencyKeyLength);
@@ -163,7 +165,7 @@ function record(
   const built = commands(now);
   return appendSteps(context.db, {
     runUuid,
-    owner: context.actor,
+    owner: context.actor.name,
     idempotencyKey: idempotencyKey ?? null,
     fingerprint: requestFingerprint(request),
     clock: () => now,
@@ -190,13 +192,15 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) =>
-      createRun(context.db, {
+    resolve: (_root, { input }, context) => {
+      requirePermission(context, 'record');
+      return createRun(context.db, {
         uuid: input.uuid == null ? undefined : runUuidOf(input.uuid, 'uuid'),
-        owner: context.actor,
+        owner: context.actor.name,
         configuration: checkName(input.configuration, 'configuration'),
         status: input.status,
-      }),
+      });
+    },
   }),
   recordToolExecution: t.field({
     type: RecordedSteps,
@@ -246,13 +250,15 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) =>
-      finishRun(context.db, {
+    resolve: (_root, { input }, context) => {
+      requirePermission(context, 'record');
+      return finishRun(context.db, {
         runUuid: runUuidOf(input.uuid, 'uuid'),
-        owner: context.actor,
+        owner: context.actor.name,
         status: input.status,
         reason: input.terminationReason,
-      }),
+      });
+    },
   }),
   cancelRun: t.field({
     type: RunRef,
@@ -267,7 +273,12 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) =>
-      cancelRun(context.db, { runUuid: runUuidOf(input.uuid, 'uuid'), owner: context.actor }),
+    resolve: (_root, { input }, context) => {
+      const { actor } = context;
+      if (!can(actor, 'cancel_any_run')) requirePermission(context, 'cancel_own_runs');
+      // With cancel_any_run any run will do; otherwise someone else's run is not found.
+      const owner = can(actor, 'cancel_any_run') ? undefined : actor.name;
+      return cancelRun(context.db, { runUuid: runUuidOf(input.uuid, 'uuid'), owner });
+    },
   }),
 }));

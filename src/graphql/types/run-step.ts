@@ -4,6 +4,7 @@ import { statedOutcome } from '../../domain/stated-outcome.ts';
 import type { StepKind } from '../../domain/step-kind.ts';
 import type { WriteTarget } from '../../domain/tool-result.ts';
 import { builder } from '../builder.ts';
+import { requirePermission } from '../context.ts';
 import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
 
@@ -68,6 +69,21 @@ builder.node(RunStepRef, {
       },
     }),
     writeTarget: t.field({ type: WriteTargetRef, nullable: true, resolve: writeTargetOf }),
+    metadata: t.field({
+      type: 'JSON',
+      description: 'Public facts about the step: names, counts, lengths, tokens, cost.',
+      resolve: (step) => step.metadata,
+    }),
+    payload: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        'Private: prompts, messages, tool arguments, tool output, artifacts. Needs the read_payloads permission (FORBIDDEN without it).',
+      resolve: (step, _args, context) => {
+        requirePermission(context, 'read_payloads');
+        return step.payload;
+      },
+    }),
     run: t.field({
       type: RunRef,
       resolve: async (step, _args, context) => {
