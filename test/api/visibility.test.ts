@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runs } from '../../drizzle/schema.ts';
+import { revokeApiKey } from '../../src/db/api-keys.ts';
+import type { Permission } from '../../src/domain/permissions.ts';
+import { type AskAs, errorCodes, openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+
+const OWN: Permission[] = ['read_own_runs', 'record', 'cancel_own_runs'];
+const alice: AskAs = { actor: 'alice', permissions: OWN };
+const bob: AskAs = { actor: 'bob', permissions: OWN };
+const auditor: AskAs = { actor: 'auditor', permissions: ['read_all_runs'] };
+
+describe.each(backendNames)('who sees what (%s)', (backend) => {
+  let api: TestApi;
+  let runA = '';
+  let runB = '';
+  let runAId = '';
+  let stepAId = '';
+  const missing = '0f0f0f0f-0000-4000-8000-000000000000';
+
+  const start = async (as: AskAs) => {
+    const result = await api.query<{ startRun: { data: { uuid: string; id: string } } }>(
+      'mutation { startRun(input: { configuration: "vis" }) { ... on MutationStartRunSuccess { data { uuid id } } } }',
+      {},
+      as,
+    );
+    return result.data?.startRun.data ?? { uuid: '', id: '' };
+  };
+  const recordInto = (uuid: string, as: AskAs) =>
+    api.query<{ recordToolResult: { __typename: string; data?: { steps: Array<{ id: string }> } } }>(
+      `mutation ($u: String!) { recordToolResult(input: { runUuid: $u, round: 1, durationMs: 5, toolName: "search", server: "github",
+        arguments: { q: "secret query" }, result: { content: "secret output", outcome: CANCELLED } }) {
+        __typename ... on MutationRecordToolResultSuccess { data { steps { id } } } } }`,
+      { u: uuid },
+      as,
+    );
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    const a = await start(alice);
+    runA = a.uuid;
+    runAId = a.id;
+    runB = (await start(bob)).uuid;
+    stepAId = (await recordInto(runA, alice)).data?.recordToolResult.data?.steps[0]?.id ?? '';
+    await recordInto(runB, bob);
+  });
+  afterAll(async () => api?.dispose());
+
+  /** The same request about a run the actor may not see and about one that does not exist. */
+  async function sameAsMissing(query: string, as: AskAs, variables: (uuid: string, id: string) => Record<string, unknown>) {
+    const hidden = await api.query(query, variables(runA, runAId), as);
+    const missingId = Buffer.from(`Run:${missing}`).toString('base64url');
+    const absent = await api.query(query, variables(missing, missingId), as);
+    const normalise = (body: unknown) =>
+      JSON.stringify(body).replaceAll(runA, '<uuid>').replaceAll(missing, '<uuid>').replaceAll(runAId, '<id>');
+    expect(normalise(hidden)).toBe(normalise(absent));
+    return hidden;
+  }
+
+  it('hides the run, its steps, timeline and counts from another actor, like a run that does not exist', async () => {
+    const detail = await sameAsMissing(
+      `query ($u: String!, $id: ID!) { run(uuid: $u) { uuid steps { edges { node { id } } } timeline { detail } toolOutcomeCounts { total } }
+        node(id: $id) { id } nodes(ids: [$id]) { id } }`,
+      bob,
+      (u, id) => ({ u, id }),
+    );
+    expect(detail.data).toEqual({ run: null, node: null, nodes: [null] });
+    const step = await api.query<{ node: unknown }>('query ($id: ID!) { node(id: $id) { id } }', { id: stepAId }, bob);
+    expect(step.data?.node).toBeNull();
+    expect((await api.query<{ node: unknown }>('query ($id: ID!) { node(id: $id) { id } }', { id: stepAId }, alice)).data?.node).toEqual({
+      id: stepAId,
+    });
+  });
+
+  it('lists only the actor’s own runs, whatever the filter asks', async () => {
+    const list = async (as: AskAs, filter: Record<string, unknown> = {}) =>
+      (
+        await api.query<{ runs: { edges: Array<{ node: { uuid: string } }> } }>(
+          'query ($f: RunFilter) { runs(filter: $f) { edges { node { uuid } } } }',
+          { f: filter },
+          as,
+        )
+      ).data?.runs.edges.map((e) => e.node.uuid);
+    expect(await list(bob)).toEqual([runB]);
+    expect(await list(bob, { owner: ['alice'] })).toEqual([]);
+    expect(await list(bob, { hasToolOutcome: 'CANCELLED' })).toEqual([runB]);
+    expect((await list(auditor))?.sort()).toEqual([runA, runB].sort());
+    expect(await list(auditor, { owner: ['alice'] })).toEqual([runA]);
+  });
+
+  it('counts only visible runs in toolOutcomeStats', async () => {
+    const stats = async (as: AskAs) =>
+      (
+        await api.query<{ toolOutcomeStats: Array<{ owner: string; counts: { cancelled: number } }> }>(
+          '{ toolOutcomeStats(groupBy: [OWNER]) { owner counts { cancelled } } }',
+          {},
+          as,
+        )
+      ).data?.toolOutcomeStats;
+    expect(await stats(bob)).toEqual([{ owner: 'bob', counts: { cancelled: 1 } }]);
+    expect(await stats(auditor)).toEqual([
+      { owner: 'alice', counts: { cancelled: 1 } },
+      { owner: 'bob', counts: { cancelled: 1 } },
+    ]);
+    const byServer = await api.query<{ toolOutcomeStats: Array<{ counts: { total: number } }> }>(
+      '{ toolOutcomeStats(groupBy: [SERVER]) { counts { total } } }',
+      {},
+      bob,
+    );
+    expect(byServer.data?.toolOutcomeStats).toEqual([{ counts: { total: 1 } }]);
+  });
+
+  it('refuses every mutation on another actor’s run exactly as on a missing run, writing nothing', async () => {
+    const before = await api.database.handle.db.select().from(runs);
+    const mutations = [
+      `mutation ($u: String!) { r: recordStep(input: { runUuid: $u, kind: LLM, round: 1, durationMs: 1 }) { __typename ... on Error { code } } }`,
+      `mutation ($u: String!) { r: recordToolExecution(input: { runUuid: $u, round: 1, durationMs: 1, toolName: "t", result: "", isError: false }) { __typename ... on Error { code } } }`,
+      `mutation ($u: String!) { r: recordSteps(input: { runUuid: $u, steps: [{ kind: LLM, round: 1, durationMs: 1 }] }) { __typename ... on Error { code } } }`,
+      `mutation ($u: String!) { r: finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) { __typename ... on Error { code } } }`,
+      `mutation ($u: String!) { r: cancelRun(input: { uuid: $u }) { __typename ... on Error { code } } }`,
+    ];
+    for (const mutation of mutations) {
+      const result = await sameAsMissing(mutation, bob, (u, id) => ({ u, id }));
+      expect(result.data).toEqual({ r: { __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' } });
+    }
+    expect(await api.database.handle.db.select().from(runs)).toEqual(before);
+  });
+
+  it('lets cancel_any_run cancel another actor’s run', async () => {
+    const run = (await start(alice)).uuid;
+    const cancel = await api.query<{ cancelRun: { __typename: string } }>(
+      'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }',
+      { u: run },
+      { actor: 'operator', permissions: ['cancel_any_run'] },
+    );
+    expect(cancel.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+  });
+
+  it('shows payloads only with read_payloads, and metadata to everyone who sees the step', async () => {
+    const query = `query ($u: String!) { run(uuid: $u) { steps { edges { node { metadata payload } } } } }`;
+    const without = await api.query<{ run: { steps: { edges: Array<{ node: { metadata: unknown; payload: unknown } }> } } }>(
+      query,
+      { u: runA },
+      alice,
+    );
+    expect(errorCodes(without)).toEqual(['FORBIDDEN']);
+    expect(JSON.stringify(without)).not.toContain('secret');
+    const withMetadataOnly = await api.query<{ run: { steps: { edges: Array<{ node: { metadata: Record<string, unknown> } }> } } }>(
+      'query ($u: String!) { run(uuid: $u) { steps { edges { node { metadata } } } } }',
+      { u: runA },
+      alice,
+    );
+    expect(withMetadataOnly.data?.run.steps.edges[0]?.node.metadata).toMatchObject({ contentBytes: 13 });
+    expect(JSON.stringify(withMetadataOnly)).not.toContain('secret');
+    const withPayloads = await api.query<{ run: { steps: { edges: Array<{ node: { payload: Record<string, unknown> } }> } } }>(
+      query,
+      { u: runA },
+      { actor: 'alice', permissions: [...OWN, 'read_payloads'] },
+    );
+    expect(withPayloads.errors).toBeUndefined();
+    expect(withPayloads.data?.run.steps.edges[0]?.node.payload).toMatchObject({
+      arguments: { q: 'secret query' },
+      content: 'secret output',
+    });
+  });
+
+  it('refuses a missing permission with FORBIDDEN, and writes nothing', async () => {
+    const before = await api.database.handle.db.$count(runs);
+    const result = await api.query('mutation { startRun(input: { configuration: "x" }) { __typename } }', {}, auditor);
+    expect(errorCodes(result)).toEqual(['FORBIDDEN']);
+    expect(await api.database.handle.db.$count(runs)).toBe(before);
+    const cancel = await api.query('mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }', { u: runB }, auditor);
+    expect(errorCodes(cancel)).toEqual(['FORBIDDEN']);
+  });
+
+  it('answers 401 UNAUTHENTICATED without a key, with an unknown key, and with a revoked key from the next request on', async () => {
+    const ask = async (authorization?: string) => {
+      const response = await api.server.fetch('http://runledger.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify({ query: '{ runs { edges { cursor } } }' }),
+      });
+      const body = (await response.json()) as { errors?: Array<{ extensions?: { code?: string } }> };
+      return [response.status, body.errors?.[0]?.extensions?.code];
+    };
+    expect(await ask()).toEqual([401, 'UNAUTHENTICATED']);
+    expect(await ask('Bearer rl_not-a-real-key')).toEqual([401, 'UNAUTHENTICATED']);
+    expect(await ask('Basic YWxpY2U6cHc=')).toEqual([401, 'UNAUTHENTICATED']);
+    const key = await api.keyFor('temp', ['read_own_runs']);
+    expect(await ask(`Bearer ${key}`)).toEqual([200, undefined]);
+    await revokeApiKey(api.database.handle.db, key.slice(0, 10));
+    expect(await ask(`Bearer ${key}`)).toEqual([401, 'UNAUTHENTICATED']);
+  });
+});
