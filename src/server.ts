@@ -2,29 +2,33 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
+import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
-  /** GraphiQL at /graphql for browsers; on unless NODE_ENV is production. */
+  /** GraphiQL at /graphql for browsers; default: on unless NODE_ENV is production. */
   graphiql?: boolean;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
 /** The GraphQL server, built without listening: tests call `server.fetch`. */
-export function createServer({
-  handle,
-  graphiql = process.env.NODE_ENV !== 'production',
-}: ServerOptions): Server {
+export function createServer({ handle, graphiql }: ServerOptions): Server {
+  // In production: no GraphiQL, no introspection, no field suggestions.
+  const production = process.env.NODE_ENV === 'production';
   return createYoga<Record<string, never>, Context>({
     schema,
-    graphiql,
+    graphiql: graphiql ?? !production,
     context: ({ request }) => createContext(handle, request),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError },
     healthCheckEndpoint: '/health',
-    plugins: [useStableErrorCodes(), useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() })],
+    plugins: [
+      ...protectionPlugins(production),
+      useStableErrorCodes(),
+      useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
+    ],
     logging: process.env.NODE_ENV === 'test' ? false : 'info',
   });
 }

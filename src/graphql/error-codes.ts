@@ -3,7 +3,6 @@ import { maskError, type Plugin } from 'graphql-yoga';
 import { ErrorCode } from './errors.ts';
 
 function withCode(error: GraphQLError, code: string): GraphQLError {
-  if (error.extensions?.code) return error;
   return new GraphQLError(error.message, {
     nodes: error.nodes,
     source: error.source,
@@ -14,30 +13,44 @@ function withCode(error: GraphQLError, code: string): GraphQLError {
   });
 }
 
-/**
- * Every error a client sees carries a stable `extensions.code`. Variables that
- * cannot be coerced (a string for an Int, Infinity for a Float) fail before any
- * resolver runs and come without a path: they are the client's input.
- */
+/** The protections' refusals, told apart by their messages, each with its own code. */
+const LIMIT_CODES: Array<[RegExp, string]> = [
+  [/Query depth limit of/, 'QUERY_TOO_DEEP'],
+  [/Query Cost limit of/, 'QUERY_TOO_COSTLY'],
+  [/Aliases limit of/, 'TOO_MANY_ALIASES'],
+  [/Token limit of/, 'QUERY_TOO_LARGE'],
+  [/Directives limit of/, 'TOO_MANY_DIRECTIVES'],
+];
+
+function stableCode(error: GraphQLError): GraphQLError {
+  for (const [pattern, code] of LIMIT_CODES) if (pattern.test(error.message)) return withCode(error, code);
+  if (error.extensions?.code) return error;
+  // Without a path the error came before any resolver ran: variables that could
+  // not be coerced (a string for an Int, Infinity for a Float) are the client's input.
+  return error.path ? withCode(error, ErrorCode.Internal) : withCode(error, ErrorCode.BadUserInput);
+}
+
+function isExecutionResult(value: unknown): value is ExecutionResult {
+  return (
+    typeof value === 'object' && value !== null && !Array.isArray(value) && !(Symbol.asyncIterator in value)
+  );
+}
+
+/** Every error a client sees carries a stable `extensions.code`. */
 export function useStableErrorCodes(): Plugin {
   return {
-    onExecute: () => ({
-      onExecuteDone: ({ result, setResult }) => {
-        const single = result as ExecutionResult;
-        if (!single.errors?.length || Symbol.asyncIterator in (result as object)) return;
-        setResult({
-          ...single,
-          errors: single.errors.map((error) =>
-            error.path ? error : withCode(error, ErrorCode.BadUserInput),
-          ),
-        });
-      },
-    }),
+    onResultProcess: ({ result, setResult }) => {
+      if (!isExecutionResult(result) || !result.errors?.length) return;
+      setResult({ ...result, errors: result.errors.map((error) => stableCode(error as GraphQLError)) });
+    },
   };
 }
 
 /** Yoga's masking, with a code on what it masks. */
 export const maskUnexpectedError: typeof maskError = (error, message, isDev) => {
   const masked = maskError(error, message, isDev);
-  return masked instanceof GraphQLError ? withCode(masked, ErrorCode.Internal) : masked;
+  // Only what was actually masked is internal; a client's GraphQLError passes through as it is.
+  return masked !== error && masked instanceof GraphQLError && !masked.extensions?.code
+    ? withCode(masked, ErrorCode.Internal)
+    : masked;
 };
