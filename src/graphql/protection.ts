@@ -1,4 +1,5 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
@@ -50,8 +51,10 @@ export function protectionPlugins(production: boolean): Plugin[] {
   return [
     refuseLargeBodies(),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf'] }),
+    // Depth first: a deep query is also a costly one, and "too deep" is the clearer answer.
+    maxDepthPlugin({ n: RequestLimits.maxDepth, exposeLimits: true, flattenFragments: true }) as Plugin,
     EnvelopArmorPlugin({
-      maxDepth: { n: RequestLimits.maxDepth, exposeLimits: true, flattenFragments: true },
+      maxDepth: { enabled: false },
       costLimit: { maxCost: RequestLimits.maxCost, exposeLimits: true },
       maxAliases: { n: RequestLimits.maxAliases, exposeLimits: true },
       maxTokens: { n: RequestLimits.maxTokens, exposeLimits: true },

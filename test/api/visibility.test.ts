@@ -47,12 +47,19 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
   afterAll(async () => api?.dispose());
 
   /** The same request about a run the actor may not see and about one that does not exist. */
-  async function sameAsMissing(query: string, as: AskAs, variables: (uuid: string, id: string) => Record<string, unknown>) {
+  async function sameAsMissing(
+    query: string,
+    as: AskAs,
+    variables: (uuid: string, id: string) => Record<string, unknown>,
+  ) {
     const hidden = await api.query(query, variables(runA, runAId), as);
     const missingId = Buffer.from(`Run:${missing}`).toString('base64url');
     const absent = await api.query(query, variables(missing, missingId), as);
     const normalise = (body: unknown) =>
-      JSON.stringify(body).replaceAll(runA, '<uuid>').replaceAll(missing, '<uuid>').replaceAll(runAId, '<id>');
+      JSON.stringify(body)
+        .replaceAll(runA, '<uuid>')
+        .replaceAll(missing, '<uuid>')
+        .replaceAll(runAId, '<id>');
     expect(normalise(hidden)).toBe(normalise(absent));
     return hidden;
   }
@@ -65,9 +72,21 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
       (u, id) => ({ u, id }),
     );
     expect(detail.data).toEqual({ run: null, node: null, nodes: [null] });
-    const step = await api.query<{ node: unknown }>('query ($id: ID!) { node(id: $id) { id } }', { id: stepAId }, bob);
+    const step = await api.query<{ node: unknown }>(
+      'query ($id: ID!) { node(id: $id) { id } }',
+      { id: stepAId },
+      bob,
+    );
     expect(step.data?.node).toBeNull();
-    expect((await api.query<{ node: unknown }>('query ($id: ID!) { node(id: $id) { id } }', { id: stepAId }, alice)).data?.node).toEqual({
+    expect(
+      (
+        await api.query<{ node: unknown }>(
+          'query ($id: ID!) { node(id: $id) { id } }',
+          { id: stepAId },
+          alice,
+        )
+      ).data?.node,
+    ).toEqual({
       id: stepAId,
     });
   });
@@ -138,25 +157,19 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
 
   it('shows payloads only with read_payloads, and metadata to everyone who sees the step', async () => {
     const query = `query ($u: String!) { run(uuid: $u) { steps { edges { node { metadata payload } } } } }`;
-    const without = await api.query<{ run: { steps: { edges: Array<{ node: { metadata: unknown; payload: unknown } }> } } }>(
-      query,
-      { u: runA },
-      alice,
-    );
+    const without = await api.query<{
+      run: { steps: { edges: Array<{ node: { metadata: unknown; payload: unknown } }> } };
+    }>(query, { u: runA }, alice);
     expect(errorCodes(without)).toEqual(['FORBIDDEN']);
     expect(JSON.stringify(without)).not.toContain('secret');
-    const withMetadataOnly = await api.query<{ run: { steps: { edges: Array<{ node: { metadata: Record<string, unknown> } }> } } }>(
-      'query ($u: String!) { run(uuid: $u) { steps { edges { node { metadata } } } } }',
-      { u: runA },
-      alice,
-    );
+    const withMetadataOnly = await api.query<{
+      run: { steps: { edges: Array<{ node: { metadata: Record<string, unknown> } }> } };
+    }>('query ($u: String!) { run(uuid: $u) { steps { edges { node { metadata } } } } }', { u: runA }, alice);
     expect(withMetadataOnly.data?.run.steps.edges[0]?.node.metadata).toMatchObject({ contentBytes: 13 });
     expect(JSON.stringify(withMetadataOnly)).not.toContain('secret');
-    const withPayloads = await api.query<{ run: { steps: { edges: Array<{ node: { payload: Record<string, unknown> } }> } } }>(
-      query,
-      { u: runA },
-      { actor: 'alice', permissions: [...OWN, 'read_payloads'] },
-    );
+    const withPayloads = await api.query<{
+      run: { steps: { edges: Array<{ node: { payload: Record<string, unknown> } }> } };
+    }>(query, { u: runA }, { actor: 'alice', permissions: [...OWN, 'read_payloads'] });
     expect(withPayloads.errors).toBeUndefined();
     expect(withPayloads.data?.run.steps.edges[0]?.node.payload).toMatchObject({
       arguments: { q: 'secret query' },
@@ -166,10 +179,18 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
 
   it('refuses a missing permission with FORBIDDEN, and writes nothing', async () => {
     const before = await api.database.handle.db.$count(runs);
-    const result = await api.query('mutation { startRun(input: { configuration: "x" }) { __typename } }', {}, auditor);
+    const result = await api.query(
+      'mutation { startRun(input: { configuration: "x" }) { __typename } }',
+      {},
+      auditor,
+    );
     expect(errorCodes(result)).toEqual(['FORBIDDEN']);
     expect(await api.database.handle.db.$count(runs)).toBe(before);
-    const cancel = await api.query('mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }', { u: runB }, auditor);
+    const cancel = await api.query(
+      'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }',
+      { u: runB },
+      auditor,
+    );
     expect(errorCodes(cancel)).toEqual(['FORBIDDEN']);
   });
 

@@ -1,0 +1,205 @@
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps, runs } from '../../drizzle/schema.ts';
+import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+
+interface Answer {
+  status: number;
+  codes: unknown[];
+  body: {
+    data?: Record<string, unknown> | null;
+    errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
+  };
+  text: string;
+}
+
+describe.each(backendNames)('bad input over HTTP, against the real server (%s)', (backend) => {
+  let api: TestApi;
+  let http: HttpServer;
+  let base = '';
+  let key = '';
+  let runUuid = '';
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    http = createHttpServer(api.server);
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    key = await api.keyFor();
+    const started = await post(
+      JSON.stringify({
+        query:
+          'mutation { startRun(input: { configuration: "bad-input" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+      }),
+    );
+    runUuid = String((started.body.data?.startRun as { data: { uuid: string } }).data.uuid);
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => http?.close(resolve));
+    await api?.dispose();
+  });
+
+  async function post(body: string, contentType = 'application/json'): Promise<Answer> {
+    const response = await fetch(`${base}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': contentType, authorization: `Bearer ${key}` },
+      body,
+    });
+    const text = await response.text();
+    let parsed: Answer['body'] = {};
+    try {
+      parsed = JSON.parse(text) as Answer['body'];
+    } catch {
+      // not JSON: the assertions on codes will say so
+    }
+    return {
+      status: response.status,
+      codes: (parsed.errors ?? []).map((e) => e.extensions?.code),
+      body: parsed,
+      text,
+    };
+  }
+
+  const written = async () => ({
+    runs: await api.database.handle.db.$count(runs),
+    steps: await api.database.handle.db.$count(runSteps),
+  });
+
+  async function healthy() {
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+  }
+
+  const query = (text: string, variables?: Record<string, unknown>) =>
+    JSON.stringify({ query: text, variables });
+
+  it.each([
+    ['malformed JSON', () => '{"query": ', 400, 'BAD_REQUEST'],
+    ['an empty query', () => query(''), 200, 'GRAPHQL_PARSE_FAILED'],
+    ['no query at all', () => '{}', 200, 'BAD_REQUEST'],
+    [
+      'a 5 MB query',
+      () => query(`{ ${'runs { edges { cursor } } '.repeat(200_000)} }`),
+      200,
+      'QUERY_TOO_LARGE',
+    ],
+    [
+      'a depth-50 query',
+      () =>
+        query(
+          `{ ${'node(id: "x") { ... on Run { steps { edges { node { run { '.repeat(10)} id ${'} } } } } }'.repeat(10)} }`,
+        ),
+      200,
+      'QUERY_TOO_DEEP',
+    ],
+    [
+      '1,000 aliases (the token limit catches it first)',
+      () =>
+        query(`{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: runs { edges { cursor } }`).join(' ')} }`),
+      200,
+      'QUERY_TOO_LARGE',
+    ],
+    [
+      '20 aliases',
+      () =>
+        query(`{ ${Array.from({ length: 20 }, (_, i) => `a${i}: runs { edges { cursor } }`).join(' ')} }`),
+      200,
+      'TOO_MANY_ALIASES',
+    ],
+    [
+      'an invalid enum value',
+      () => query('{ runs(filter: { status: [PAUSED] }) { edges { cursor } } }'),
+      200,
+      'GRAPHQL_VALIDATION_FAILED',
+    ],
+    ['an invalid UUID', () => query('{ run(uuid: "12345") { id } }'), 200, 'BAD_USER_INPUT'],
+    [
+      'wrong variable types',
+      () => query('query ($n: Int) { runs(first: $n) { edges { cursor } } }', { n: 'ten' }),
+      400,
+      'BAD_USER_INPUT',
+    ],
+  ])('answers %s with a clear error and writes nothing', async (_name, body, status, code) => {
+    const before = await written();
+    const answer = await post(body());
+    expect([answer.status, ...answer.codes.slice(0, 1)]).toEqual([status, code]);
+    expect(answer.text).not.toMatch(/\bat .*\.(ts|js):\d+/);
+    expect(await written()).toEqual(before);
+    await healthy();
+  });
+
+  it('refuses a non-JSON body without the CSRF header', async () => {
+    const answer = await post('{ runs { edges { cursor } } }', 'text/plain');
+    expect(answer.status).toBe(403);
+    await healthy();
+  });
+
+  it('refuses a body over 16 MB with 413 REQUEST_TOO_LARGE', async () => {
+    const before = await written();
+    const answer = await post(query('{ __typename }', { padding: 'x'.repeat(17 * 1024 * 1024) }));
+    expect([answer.status, ...answer.codes]).toEqual([413, 'REQUEST_TOO_LARGE']);
+    expect(await written()).toEqual(before);
+    await healthy();
+  });
+
+  it('stores a 10 MB tool result, bounded, and does not refuse it', async () => {
+    const answer = await post(
+      query(
+        `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
+          __typename ... on MutationRecordToolResultSuccess { data { steps { sequence outcome } } } } }`,
+        {
+          input: {
+            runUuid,
+            round: 1,
+            durationMs: 10,
+            toolName: 'dump',
+            server: 'fs',
+            result: { content: 'y'.repeat(10 * 1024 * 1024), outcome: 'OK' },
+          },
+        },
+      ),
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body.data?.recordToolResult).toMatchObject({
+      __typename: 'MutationRecordToolResultSuccess',
+    });
+    const [stored] = await api.database.handle.db.select({ payload: runSteps.payload }).from(runSteps);
+    const content = String(stored?.payload.content);
+    expect(content.length).toBe(50_000 + TRUNCATION_MARKER.length);
+    expect(content.endsWith(TRUNCATION_MARKER)).toBe(true);
+    await healthy();
+  });
+
+  it('refuses a batch of 1,001 steps whole', async () => {
+    const before = await written();
+    const answer = await post(
+      query(
+        `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { __typename ... on Error { code } } }`,
+        {
+          input: {
+            runUuid,
+            steps: Array.from({ length: 1_001 }, () => ({ kind: 'CONTEXT', round: 0, durationMs: 0 })),
+          },
+        },
+      ),
+    );
+    expect(answer.body.data?.recordSteps).toEqual({
+      __typename: 'InvalidInputError',
+      code: 'BATCH_TOO_LARGE',
+    });
+    expect(await written()).toEqual(before);
+    await healthy();
+  });
+
+  it('keeps answering /health while bad requests are in flight', async () => {
+    const storm = Array.from({ length: 20 }, (_, i) =>
+      post(i % 2 ? '{"query": ' : query(`{ ${'runs { edges { cursor } } '.repeat(50_000)} }`)),
+    );
+    await healthy();
+    const answers = await Promise.all(storm);
+    expect(answers.every((a) => a.codes.length === 1)).toBe(true);
+    await healthy();
+  });
+});
