@@ -35,7 +35,8 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
           'mutation { startRun(input: { configuration: "bad-input" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
       }),
     );
-    runUuid = String((started.body.data?.startRun as { data: { uuid: string } }).data.uuid);
+    const startRun = started.body.data?.startRun as { data: { uuid: string } } | undefined;
+    runUuid = String(startRun?.data.uuid);
   });
   afterAll(async () => {
     await new Promise((resolve) => http?.close(resolve));
