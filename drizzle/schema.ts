@@ -163,9 +163,32 @@ export const apiKeys = pgTable(
   (t) => [
     check(
       'api_keys_permissions_known',
-      sql`${t.permissions} <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys']::text[]`,
+      sql`${t.permissions} <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys', 'manage_servers']::text[]`,
     ),
   ],
 );
 
-export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys };
+/** MCP servers tools can be called on (migrations/0007). */
+export const mcpServers = pgTable(
+  'mcp_servers',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    identifier: text('identifier').notNull().unique('mcp_servers_identifier_unique'),
+    transport: text('transport').notNull(),
+    url: text('url'),
+    command: text('command'),
+    args: text('args').array().notNull().default(sql`'{}'::text[]`),
+    lastContactAt: timestamp('last_contact_at', { withTimezone: true }),
+    lastLatencyMs: integer('last_latency_ms'),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    check('mcp_servers_transport_known', sql`${t.transport} in ('streamable-http', 'stdio')`),
+    check(
+      'mcp_servers_endpoint',
+      sql`(${t.transport} = 'streamable-http') = (${t.url} is not null) and (${t.transport} = 'stdio') = (${t.command} is not null)`,
+    ),
+  ],
+);
+
+export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers };

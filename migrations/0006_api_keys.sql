@@ -9,5 +9,5 @@ CREATE TABLE api_keys (
   created_at timestamp with time zone NOT NULL DEFAULT now(),
   revoked_at timestamp with time zone,
   CONSTRAINT api_keys_key_hash_unique UNIQUE (key_hash),
-  CONSTRAINT api_keys_permissions_known CHECK (permissions <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys']::text[])
+  CONSTRAINT api_keys_permissions_known CHECK (permissions <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys', 'manage_servers']::text[])
 );

@@ -4,23 +4,26 @@ import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
+import { InFlightCalls } from './mcp/in-flight-calls.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
   /** GraphiQL at /graphql for browsers; default: on unless NODE_ENV is production. */
   graphiql?: boolean;
+  /** Tool calls on the wire, which cancelRun cuts off. */
+  calls?: InFlightCalls;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
 /** The GraphQL server, built without listening: tests call `server.fetch`. */
-export function createServer({ handle, graphiql }: ServerOptions): Server {
+export function createServer({ handle, graphiql, calls = new InFlightCalls() }: ServerOptions): Server {
   // In production: no GraphiQL, no introspection, no field suggestions.
   const production = process.env.NODE_ENV === 'production';
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request),
+    context: ({ request }) => createContext(handle, request, calls),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError },
     healthCheckEndpoint: '/health',

@@ -9,6 +9,7 @@ export const PERMISSIONS = [
   'cancel_any_run',
   'read_payloads',
   'manage_keys',
+  'manage_servers',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

@@ -2,6 +2,7 @@ import { GraphQLError } from 'graphql';
 import { actorForKey } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { type Actor, can, type Permission } from '../domain/permissions.ts';
+import type { InFlightCalls } from '../mcp/in-flight-calls.ts';
 import { ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
@@ -10,6 +11,8 @@ export interface Context {
   loaders: Loaders;
   /** Who is asking, from the request's API key. */
   actor: Actor;
+  /** Tool calls on the wire in this process, by run. */
+  calls: InFlightCalls;
 }
 
 function unauthenticated(message: string): GraphQLError {
@@ -31,9 +34,13 @@ export async function authenticate(handle: DatabaseHandle, request: Request): Pr
   return actor;
 }
 
-export async function createContext(handle: DatabaseHandle, request: Request): Promise<Context> {
+export async function createContext(
+  handle: DatabaseHandle,
+  request: Request,
+  calls: InFlightCalls,
+): Promise<Context> {
   const actor = await authenticate(handle, request);
-  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor };
+  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls };
 }
 
 export function forbidden(permission: Permission): GraphQLError {

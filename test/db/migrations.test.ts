@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiKeys, runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
+import { apiKeys, mcpServers, runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
 import { RunStep } from '../../src/domain/run-step.ts';
 import { describeTables } from '../support/catalog.ts';
@@ -124,13 +124,13 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       require('drizzle-kit/api') as typeof import('drizzle-kit/api');
     const ddl = await generateMigration(
       generateDrizzleJson({}),
-      generateDrizzleJson({ runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys }),
+      generateDrizzleJson({ runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers }),
     );
     const fromMigrations = await openTestDatabase(backend);
     const fromDrizzle = await openTestDatabase(backend, { migrateTo: 0 });
     try {
       await fromDrizzle.handle.withSession((s) => s.exec(ddl.join('\n')));
-      const tables = ['runs', 'run_steps', 'step_requests', 'tool_outcome_daily', 'api_keys'];
+      const tables = ['runs', 'run_steps', 'step_requests', 'tool_outcome_daily', 'api_keys', 'mcp_servers'];
       const expected = await describeTables(fromDrizzle.handle, tables);
       const actual = await describeTables(fromMigrations.handle, tables);
       expect(expected.columns.length).toBeGreaterThan(20);

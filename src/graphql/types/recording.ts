@@ -14,7 +14,7 @@ import { isUuid } from './run.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef, WriteKindEnum } from './run-step.ts';
 
-const RecordedSteps = builder.objectRef<AppendResult>('RecordedSteps').implement({
+export const RecordedSteps = builder.objectRef<AppendResult>('RecordedSteps').implement({
   description:
     'What a step mutation stored, or, for a retry with a known idempotency key, what was stored the first time.',
   fields: (t) => ({
@@ -146,13 +146,13 @@ const RecordStepsInput = builder.inputType('RecordStepsInput', {
   }),
 });
 
-function runUuidOf(value: string, field = 'runUuid'): string {
+export function runUuidOf(value: string, field = 'runUuid'): string {
   if (!isUuid(value)) throw new InvalidInputError('VALUE_INVALID', `${field} must be a UUID`, field);
   return value.toLowerCase();
 }
 
 /** Every step mutation ends here: one transaction, the caller's run, an optional retry key. */
-function record(
+export function record(
   context: Context,
   input: { runUuid: string; idempotencyKey?: string | null },
   commands: (now: Date) => StepCommand[],
@@ -273,12 +273,15 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) => {
+    resolve: async (_root, { input }, context) => {
       const { actor } = context;
       if (!can(actor, 'cancel_any_run')) requirePermission(context, 'cancel_own_runs');
       // With cancel_any_run any run will do; otherwise someone else's run is not found.
       const owner = can(actor, 'cancel_any_run') ? undefined : actor.name;
-      return cancelRun(context.db, { runUuid: runUuidOf(input.uuid, 'uuid'), owner });
+      const run = await cancelRun(context.db, { runUuid: runUuidOf(input.uuid, 'uuid'), owner });
+      // The run is cancelled first, so that the cut-off calls find it so when they record their steps.
+      context.calls.cancelRun(run.uuid);
+      return run;
     },
   }),
 }));

@@ -1,0 +1,185 @@
+import {
+  findMcpServer,
+  listMcpServers,
+  type McpServerRow,
+  recordContact,
+  registerMcpServer,
+  removeMcpServer,
+  updateMcpServer,
+} from '../../db/mcp-servers.ts';
+import { outcomeStatsCells } from '../../db/outcome-stats.ts';
+import { InvalidInputError, RunNotFoundError, RunTerminalError } from '../../domain/errors.ts';
+import { checkInteger, checkJson, checkName, Limits } from '../../domain/limits.ts';
+import { outcomeCounts } from '../../domain/outcome-counts.ts';
+import { statsRange, summarise } from '../../domain/outcome-stats.ts';
+import { canSeeRunOf, restrictOwners } from '../../domain/permissions.ts';
+import { isTerminalStatus, type RunStatus } from '../../domain/run-status.ts';
+import { callMcpTool } from '../../mcp/tool-adapter.ts';
+import { builder } from '../builder.ts';
+import { requirePermission } from '../context.ts';
+import { STEP_ERRORS } from './errors.ts';
+import { OutcomeCountsRef } from './outcome-counts.ts';
+import { RecordedSteps, record, runUuidOf } from './recording.ts';
+
+const McpTransportEnum = builder.enumType('McpTransport', {
+  values: { STREAMABLE_HTTP: { value: 'streamable-http' }, STDIO: { value: 'stdio' } } as const,
+});
+
+const McpServerRef = builder.objectRef<McpServerRow>('McpServer').implement({
+  description: 'An MCP server tools can be called on inside a run.',
+  fields: (t) => ({
+    identifier: t.exposeString('identifier'),
+    transport: t.field({
+      type: McpTransportEnum,
+      resolve: (server) => server.transport as 'streamable-http' | 'stdio',
+    }),
+    url: t.exposeString('url', { nullable: true }),
+    command: t.exposeString('command', { nullable: true }),
+    args: t.exposeStringList('args'),
+    lastContactAt: t.expose('lastContactAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'The last call it answered.',
+    }),
+    lastLatencyMs: t.exposeInt('lastLatencyMs', { nullable: true }),
+    toolOutcomeCounts: t.field({
+      type: OutcomeCountsRef,
+      description: 'Tool calls on this server over the last 30 days, in runs the caller may see.',
+      resolve: async (server, _args, context) => {
+        const owners = restrictOwners(context.actor, null);
+        if (owners?.length === 0) return outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
+        const range = statsRange(null, null, new Date());
+        const cells = await outcomeStatsCells(context.db, {
+          groupBy: [],
+          range,
+          spec: null,
+          servers: [server.identifier],
+          owners,
+        });
+        const [group] = summarise(cells, {
+          spec: null,
+          range,
+          orderBy: 'key',
+          descending: false,
+          minCalls: 0,
+          first: 1,
+        });
+        return group?.counts ?? outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
+      },
+    }),
+  }),
+});
+
+const McpServerInput = builder.inputType('McpServerInput', {
+  fields: (t) => ({
+    identifier: t.string({ required: true }),
+    transport: t.field({ type: McpTransportEnum, required: true }),
+    url: t.string({ description: 'For STREAMABLE_HTTP: the endpoint, http or https.' }),
+    command: t.string({ description: 'For STDIO: the program to start.' }),
+    args: t.stringList({ description: 'For STDIO: its arguments.' }),
+  }),
+});
+
+const CallToolInput = builder.inputType('CallToolInput', {
+  fields: (t) => ({
+    runUuid: t.string({ required: true }),
+    server: t.string({ required: true, description: 'The identifier of a registered MCP server.' }),
+    tool: t.string({ required: true }),
+    arguments: t.field({ type: 'JSON', description: 'A JSON object.' }),
+    timeoutMs: t.int({
+      defaultValue: 60_000,
+      required: true,
+      description: 'The deadline: 1 to 600,000 ms. Past it the call is failed, not cancelled.',
+    }),
+    round: t.int({ defaultValue: 0, required: true }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  mcpServers: t.field({
+    type: [McpServerRef],
+    resolve: (_root, _args, context) => {
+      if (!context.actor.permissions.has('manage_servers')) requirePermission(context, 'read_own_runs');
+      return listMcpServers(context.db);
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  registerMcpServer: t.field({
+    type: McpServerRef,
+    errors: { types: [InvalidInputError] },
+    args: { input: t.arg({ type: McpServerInput, required: true }) },
+    resolve: (_root, { input }, context) => {
+      requirePermission(context, 'manage_servers');
+      return registerMcpServer(context.db, input);
+    },
+  }),
+  updateMcpServer: t.field({
+    type: McpServerRef,
+    errors: { types: [InvalidInputError] },
+    args: { input: t.arg({ type: McpServerInput, required: true }) },
+    resolve: (_root, { input }, context) => {
+      requirePermission(context, 'manage_servers');
+      return updateMcpServer(context.db, input);
+    },
+  }),
+  removeMcpServer: t.field({
+    type: McpServerRef,
+    errors: { types: [InvalidInputError] },
+    args: { identifier: t.arg.string({ required: true }) },
+    resolve: (_root, { identifier }, context) => {
+      requirePermission(context, 'manage_servers');
+      return removeMcpServer(context.db, identifier);
+    },
+  }),
+  callTool: t.field({
+    type: RecordedSteps,
+    description:
+      'Calls a tool on a registered MCP server inside a run and records the step: OK, FAILED (an isError answer, a transport fault, the deadline) or CANCELLED (cancelRun cut it off). Never retried.',
+    errors: { types: STEP_ERRORS },
+    args: { input: t.arg({ type: CallToolInput, required: true }) },
+    resolve: async (_root, { input }, context) => {
+      requirePermission(context, 'record');
+      const runUuid = runUuidOf(input.runUuid);
+      const toolName = checkName(input.tool, 'tool');
+      const timeoutMs = checkInteger(input.timeoutMs, 'timeoutMs', 1, 600_000);
+      const args = input.arguments ?? {};
+      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+        throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
+      }
+      checkJson(args, 'arguments', Limits.maxArgumentsBytes);
+      const server = await findMcpServer(context.db, input.server);
+      const run = await context.loaders.runByUuid.load(runUuid);
+      if (!run || run.owner !== context.actor.name || !canSeeRunOf(context.actor, run.owner)) {
+        throw new RunNotFoundError(runUuid);
+      }
+      if (isTerminalStatus(run.status as RunStatus))
+        throw new RunTerminalError(runUuid, run.status, 'it takes no new calls');
+
+      const controller = context.calls.begin(runUuid);
+      let outcome: Awaited<ReturnType<typeof callMcpTool>>;
+      try {
+        outcome = await callMcpTool(server, toolName, args, { signal: controller.signal, timeoutMs });
+      } finally {
+        context.calls.end(runUuid, controller);
+      }
+      if (outcome.answered) await recordContact(context.db, server.identifier, outcome.latencyMs);
+      const { result, latencyMs } = outcome;
+      return record(context, { runUuid }, (now) => [
+        {
+          type: 'toolResult',
+          call: {
+            round: input.round,
+            durationMs: latencyMs,
+            toolName,
+            server: server.identifier,
+            arguments: args,
+            occurredAt: now,
+          },
+          result,
+        },
+      ]);
+    },
+  }),
+}));

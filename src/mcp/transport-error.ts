@@ -1,0 +1,88 @@
+/** Stable codes of the MCP transport's faults. */
+export const McpFault = {
+  RefusedHost: 'MCP_REFUSED_HOST',
+  TransportFailure: 'MCP_TRANSPORT_FAILURE',
+  HttpStatus: 'MCP_HTTP_STATUS',
+  MalformedResponse: 'MCP_MALFORMED_RESPONSE',
+  RpcError: 'MCP_RPC_ERROR',
+  UnsupportedContentType: 'MCP_UNSUPPORTED_CONTENT_TYPE',
+  MissingCredential: 'MCP_MISSING_CREDENTIAL',
+  DeadlineExhausted: 'MCP_DEADLINE_EXHAUSTED',
+  CallCancelled: 'MCP_CALL_CANCELLED',
+} as const;
+
+export type McpFaultCode = (typeof McpFault)[keyof typeof McpFault];
+
+const MAX_REMOTE_TEXT = 200;
+
+/** Text that came from the other side: control characters out, at most 200 characters. */
+export function clipRemoteText(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control characters is the point
+  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, ' ').trim();
+  return clean.length > MAX_REMOTE_TEXT ? `${clean.slice(0, MAX_REMOTE_TEXT - 1)}…` : clean;
+}
+
+/**
+ * Every fault of the MCP transport. Made only through the named factories;
+ * only `forCancelledCall` sets the cancellation flag, and `isCancellation()`
+ * is the one place that says what "cancelled" means. No code comparison does.
+ */
+export class McpTransportError extends Error {
+  readonly #cancellation: boolean;
+
+  private constructor(
+    readonly code: McpFaultCode,
+    message: string,
+    cancellation = false,
+  ) {
+    super(message);
+    this.name = 'McpTransportError';
+    this.#cancellation = cancellation;
+  }
+
+  isCancellation(): boolean {
+    return this.#cancellation;
+  }
+
+  static refusedHost(url: string): McpTransportError {
+    return new McpTransportError(
+      McpFault.RefusedHost,
+      `refused to contact ${clipRemoteText(url)}: only http and https are allowed`,
+    );
+  }
+
+  static transportFailure(detail: string): McpTransportError {
+    return new McpTransportError(McpFault.TransportFailure, `transport failure: ${clipRemoteText(detail)}`);
+  }
+
+  static httpStatus(status: number, body: string): McpTransportError {
+    return new McpTransportError(McpFault.HttpStatus, `HTTP ${status}: ${clipRemoteText(body)}`);
+  }
+
+  static malformedResponse(detail: string): McpTransportError {
+    return new McpTransportError(McpFault.MalformedResponse, `malformed response: ${clipRemoteText(detail)}`);
+  }
+
+  static rpcError(code: number, message: string): McpTransportError {
+    return new McpTransportError(McpFault.RpcError, `JSON-RPC error ${code}: ${clipRemoteText(message)}`);
+  }
+
+  static unsupportedContentType(contentType: string): McpTransportError {
+    return new McpTransportError(
+      McpFault.UnsupportedContentType,
+      `unsupported content type ${clipRemoteText(contentType)}`,
+    );
+  }
+
+  static missingCredential(server: string): McpTransportError {
+    return new McpTransportError(McpFault.MissingCredential, `no credential for ${clipRemoteText(server)}`);
+  }
+
+  static exhaustedDeadline(timeoutMs: number): McpTransportError {
+    return new McpTransportError(McpFault.DeadlineExhausted, `no answer within ${timeoutMs} ms`);
+  }
+
+  static forCancelledCall(): McpTransportError {
+    return new McpTransportError(McpFault.CallCancelled, 'the call was cancelled', true);
+  }
+}

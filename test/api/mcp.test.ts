@@ -1,0 +1,216 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { McpTransportError } from '../../src/mcp/transport-error.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
+
+interface Recorded {
+  __typename: string;
+  code?: string;
+  data?: { steps: Array<{ outcome: string; toolIsError: boolean; server: string; toolName: string }> };
+}
+
+const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
+  __typename ... on Error { code }
+  ... on MutationCallToolSuccess { data { steps { outcome toolIsError server toolName } } } } }`;
+
+describe('the MCP transport error', () => {
+  it('is a cancellation only when made by forCancelledCall', () => {
+    expect(McpTransportError.forCancelledCall().isCancellation()).toBe(true);
+    for (const fault of [
+      McpTransportError.refusedHost('ftp://x'),
+      McpTransportError.transportFailure('reset'),
+      McpTransportError.httpStatus(502, 'bad gateway'),
+      McpTransportError.malformedResponse('not json'),
+      McpTransportError.rpcError(-32603, 'internal'),
+      McpTransportError.unsupportedContentType('text/html'),
+      McpTransportError.missingCredential('github'),
+      McpTransportError.exhaustedDeadline(100),
+    ]) {
+      expect([fault.code, fault.isCancellation()]).toEqual([fault.code, false]);
+    }
+  });
+
+  it('clips remote text to 200 characters and removes control characters', () => {
+    const fault = McpTransportError.httpStatus(500, `bad\u0000\u001b[31m${'x'.repeat(500)}`);
+    const remote = fault.message.slice('HTTP 500: '.length);
+    expect(remote.length).toBe(200);
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: checking that none are left
+    expect(remote).not.toMatch(/[\u0000-\u001f]/);
+  });
+});
+
+describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => {
+  let api: TestApi;
+  let http: HttpToolServer;
+  const cancelLog = join(mkdtempSync(join(tmpdir(), 'runledger-mcp-')), 'cancelled.log');
+
+  const mutate = <T>(query: string, variables: Record<string, unknown>) => api.query<T>(query, variables);
+  const register = (input: Record<string, unknown>) =>
+    mutate('mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }', {
+      input,
+    });
+  const startRun = async () =>
+    (
+      await mutate<{ startRun: { data: { uuid: string } } }>(
+        'mutation { startRun(input: { configuration: "mcp" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        {},
+      )
+    ).data?.startRun.data.uuid ?? '';
+  const call = async (
+    runUuid: string,
+    server: string,
+    tool: string,
+    args: Record<string, unknown> = {},
+    timeoutMs = 10_000,
+  ) =>
+    (
+      await mutate<{ callTool: Recorded }>(CALL, {
+        input: { runUuid, server, tool, arguments: args, timeoutMs },
+      })
+    ).data?.callTool;
+  const serverCounts = async (server: string) =>
+    (
+      await mutate<{ toolOutcomeStats: Array<{ counts: Record<string, number | null> }> }>(
+        'query ($s: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s] }) { counts { ok failed cancelled total failureRate } } }',
+        { s: server },
+      )
+    ).data?.toolOutcomeStats[0]?.counts;
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    http = await startHttpToolServer();
+    await register({ identifier: 'http-tools', transport: 'STREAMABLE_HTTP', url: http.url });
+    await register({
+      identifier: 'stdio-tools',
+      transport: 'STDIO',
+      command: process.execPath,
+      args: ['--import', 'tsx', 'test/support/mcp-stdio-tool-server.ts', '--cancel-log', cancelLog],
+    });
+    await register({ identifier: 'down', transport: 'STREAMABLE_HTTP', url: 'http://127.0.0.1:9/mcp' });
+  }, 60_000);
+  afterAll(async () => {
+    await http?.close();
+    await api?.dispose();
+  });
+
+  it.each(['http-tools', 'stdio-tools'])(
+    'records ok, isError, a throw and a missed deadline on %s',
+    async (server) => {
+      const run = await startRun();
+      expect((await call(run, server, 'echo', { text: 'hi' }))?.data?.steps).toEqual([
+        { outcome: 'OK', toolIsError: false, server, toolName: 'echo' },
+      ]);
+      expect((await call(run, server, 'fail'))?.data?.steps[0]).toMatchObject({
+        outcome: 'FAILED',
+        toolIsError: true,
+      });
+      expect((await call(run, server, 'throws'))?.data?.steps[0]).toMatchObject({
+        outcome: 'FAILED',
+        toolIsError: true,
+      });
+      // Past its deadline a call failed: it was not cancelled by anyone.
+      expect((await call(run, server, 'slow', { ms: 5_000 }, 300))?.data?.steps[0]).toMatchObject({
+        outcome: 'FAILED',
+        toolIsError: true,
+      });
+      expect(await serverCounts(server)).toEqual({
+        ok: 1,
+        failed: 3,
+        cancelled: 0,
+        total: 4,
+        failureRate: 0.75,
+      });
+    },
+    60_000,
+  );
+
+  it.each(['http-tools', 'stdio-tools'])(
+    'cuts a slow call on %s off when the run is cancelled: CANCELLED, within a second',
+    async (server) => {
+      const run = await startRun();
+      const before = await serverCounts(server);
+      const pending = call(run, server, 'slow', { ms: 30_000 }, 60_000);
+      await new Promise((resolve) => setTimeout(resolve, server === 'stdio-tools' ? 2_500 : 500));
+      const cancelledAt = Date.now();
+      const cancel = await mutate<{ cancelRun: { __typename: string; data: { status: string } } }>(
+        'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on MutationCancelRunSuccess { data { status } } } }',
+        { u: run },
+      );
+      expect(cancel.data?.cancelRun.data.status).toBe('CANCELLED');
+      const recorded = await pending;
+      expect(Date.now() - cancelledAt).toBeLessThan(1_000);
+      expect(recorded?.data?.steps).toEqual([
+        { outcome: 'CANCELLED', toolIsError: true, server, toolName: 'slow' },
+      ]);
+      // The server was told: MCP's cancellation reached it.
+      await expect
+        .poll(() =>
+          server === 'http-tools'
+            ? http.cancellations
+            : existsSync(cancelLog)
+              ? readFileSync(cancelLog, 'utf8').split('\n')
+              : [],
+        )
+        .toContain('slow');
+      const after = await serverCounts(server);
+      expect(after?.cancelled).toBe((before?.cancelled ?? 0) + 1);
+      // A cancel never moves the failure rate.
+      expect(after?.failureRate).toBe(before?.failureRate ?? null);
+      // And the run, now terminal, takes no new call.
+      expect(await call(run, server, 'echo', { text: 'late' })).toMatchObject({
+        __typename: 'RunTerminalError',
+        code: 'RUN_TERMINAL',
+      });
+    },
+    60_000,
+  );
+
+  it('records a call to a server that is down as FAILED', async () => {
+    const run = await startRun();
+    expect((await call(run, 'down', 'echo', { text: 'x' }))?.data?.steps[0]).toMatchObject({
+      outcome: 'FAILED',
+      toolIsError: true,
+    });
+    expect(await serverCounts('down')).toMatchObject({ failed: 1, cancelled: 0 });
+  });
+
+  it('refuses an unknown server and a non-object argument, writing nothing', async () => {
+    const run = await startRun();
+    expect(await call(run, 'nowhere', 'echo')).toMatchObject({
+      __typename: 'InvalidInputError',
+      code: 'SERVER_NOT_FOUND',
+    });
+    const bad = await mutate<{ callTool: Recorded }>(CALL, {
+      input: { runUuid: run, server: 'http-tools', tool: 'echo', arguments: [1, 2] },
+    });
+    expect(bad.data?.callTool).toMatchObject({ __typename: 'InvalidInputError', code: 'VALUE_INVALID' });
+    const steps = await mutate<{ run: { steps: { edges: unknown[] } } }>(
+      'query ($u: String!) { run(uuid: $u) { steps { edges { cursor } } } }',
+      { u: run },
+    );
+    expect(steps.data?.run.steps.edges).toEqual([]);
+  });
+
+  it('lists servers with their counts and last contact, and lets only manage_servers register them', async () => {
+    const list = await mutate<{
+      mcpServers: Array<{
+        identifier: string;
+        lastContactAt: string | null;
+        toolOutcomeCounts: { total: number };
+      }>;
+    }>('{ mcpServers { identifier lastContactAt toolOutcomeCounts { total } } }', {});
+    const http = list.data?.mcpServers.find((s) => s.identifier === 'http-tools');
+    expect(http?.lastContactAt).not.toBeNull();
+    expect(http?.toolOutcomeCounts.total).toBeGreaterThan(0);
+    const refused = await api.query(
+      'mutation { registerMcpServer(input: { identifier: "x", transport: STDIO, command: "sh" }) { __typename } }',
+      {},
+      { actor: 'eve', permissions: ['record', 'read_own_runs'] },
+    );
+    expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+});

@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+
+/**
+ * A real MCP server, built with the SDK, with the tools the end-to-end tests
+ * call: one that answers, one that answers isError, one that throws, and a
+ * slow one that notices when the client cancels it.
+ */
+export function buildToolServer(onCancelled: (tool: string) => void): McpServer {
+  const server = new McpServer({ name: 'runledger-test-tools', version: '1.0.0' });
+  server.registerTool(
+    'echo',
+    { description: 'Answers at once.', inputSchema: { text: z.string() } },
+    async ({ text }) => ({
+      content: [{ type: 'text', text: `echo: ${text}` }],
+    }),
+  );
+  server.registerTool('fail', { description: 'Answers with isError.' }, async () => ({
+    isError: true,
+    content: [{ type: 'text', text: 'the tool reports a failure' }],
+  }));
+  server.registerTool('throws', { description: 'Throws.' }, async () => {
+    throw new Error('the tool threw');
+  });
+  server.registerTool(
+    'slow',
+    {
+      description: 'Answers after ms milliseconds, unless cancelled first.',
+      inputSchema: { ms: z.number() },
+    },
+    async ({ ms }, extra) =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: `slept ${ms} ms` }] }), ms);
+        extra.signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          onCancelled('slow');
+          resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+        });
+      }),
+  );
+  return server;
+}
+
+async function readBody(request: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text ? JSON.parse(text) : undefined;
+}
+
+export interface HttpToolServer {
+  url: string;
+  cancellations: string[];
+  close(): Promise<void>;
+}
+
+/** The tool server over Streamable HTTP on loopback, one session per client. */
+export async function startHttpToolServer(): Promise<HttpToolServer> {
+  const cancellations: string[] = [];
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const http: Server = createServer(async (request, response) => {
+    try {
+      const body = request.method === 'POST' ? await readBody(request) : undefined;
+      const sessionId = request.headers['mcp-session-id'];
+      let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+      if (!transport) {
+        const created = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (id) => {
+            sessions.set(id, created);
+          },
+        });
+        created.onclose = () => {
+          if (created.sessionId) sessions.delete(created.sessionId);
+        };
+        await buildToolServer((tool) => cancellations.push(tool)).connect(created);
+        transport = created;
+      }
+      await transport.handleRequest(request, response, body);
+    } catch (error) {
+      if (!response.headersSent) response.writeHead(500).end(String(error));
+    }
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    cancellations,
+    close: async () => {
+      for (const transport of sessions.values()) await transport.close();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    },
+  };
+}
