@@ -71,17 +71,25 @@ const ModelFactsInput = builder.inputType('ModelFactsInput', {
   }),
 });
 
+type InputFields = PothosSchemaTypes.InputFieldBuilder<SchemaTypes, 'InputObject'>;
+type SchemaTypes = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer Types> ? Types : never;
+
+/** What both tool-call mutations take besides the result. */
+const toolCallFields = (t: InputFields) => ({
+  runUuid: t.string({ required: true }),
+  idempotencyKey: t.string(),
+  round: t.int({ required: true }),
+  durationMs: t.int({ required: true }),
+  occurredAt: t.field({ type: 'DateTime', description: 'When the call ended; default: now.' }),
+  toolName: t.string({ required: true }),
+  server: t.string(),
+  arguments: t.field({ type: 'JSON' }),
+});
+
 const RecordToolExecutionInput = builder.inputType('RecordToolExecutionInput', {
   description: 'The entry point of callers that know only the boolean: isError false is OK, true is FAILED.',
   fields: (t) => ({
-    runUuid: t.string({ required: true }),
-    idempotencyKey: t.string(),
-    round: t.int({ required: true }),
-    durationMs: t.int({ required: true }),
-    occurredAt: t.field({ type: 'DateTime', description: 'When the call ended; default: now.' }),
-    toolName: t.string({ required: true }),
-    server: t.string(),
-    arguments: t.field({ type: 'JSON' }),
+    ...toolCallFields(t),
     result: t.string({ required: true }),
     isError: t.boolean({ required: true }),
   }),
@@ -89,14 +97,7 @@ const RecordToolExecutionInput = builder.inputType('RecordToolExecutionInput', {
 
 const RecordToolResultInput = builder.inputType('RecordToolResultInput', {
   fields: (t) => ({
-    runUuid: t.string({ required: true }),
-    idempotencyKey: t.string(),
-    round: t.int({ required: true }),
-    durationMs: t.int({ required: true }),
-    occurredAt: t.field({ type: 'DateTime', description: 'When the call ended; default: now.' }),
-    toolName: t.string({ required: true }),
-    server: t.string(),
-    arguments: t.field({ type: 'JSON' }),
+    ...toolCallFields(t),
     result: t.field({ type: ToolResultInput, required: true }),
   }),
 });
