@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PERMISSIONS } from '../../src/domain/permissions.ts';
 import { RUN_STATUSES, TERMINATION_REASONS } from '../../src/domain/run-status.ts';
 import { STEP_KINDS } from '../../src/domain/step-kind.ts';
 import { TOOL_OUTCOMES } from '../../src/domain/tool-outcome.ts';
@@ -106,6 +107,19 @@ describe.each(backendNames)('CHECK constraints refuse what bypasses the service 
     const before = await count();
     await insert(row);
     expect(await count()).toBe(before + 1);
+  });
+
+  it('accepts every permission of the domain on a key, and nothing else', async () => {
+    const insertKey = (permissions: string[]) =>
+      database.handle.withSession((s) =>
+        s.query(
+          "INSERT INTO api_keys (actor, key_hash, key_prefix, permissions) VALUES ('a', gen_random_uuid()::text, 'p', $1)",
+          [permissions],
+        ),
+      );
+    await insertKey([...PERMISSIONS]);
+    for (const permission of PERMISSIONS) await insertKey([permission]);
+    await expect(insertKey(['read_own_runs', 'become_root'])).rejects.toMatchObject({ code: '23514' });
   });
 
   it('accepts every run status and termination reason of the domain, and nothing else', async () => {

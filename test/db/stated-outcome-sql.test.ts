@@ -2,6 +2,7 @@ import { asc, eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import { statedOutcomeSql } from '../../src/db/stated-outcome-sql.ts';
+import { RunStep } from '../../src/domain/run-step.ts';
 import { statedOutcome } from '../../src/domain/stated-outcome.ts';
 import { STEP_KINDS } from '../../src/domain/step-kind.ts';
 import { TOOL_OUTCOMES } from '../../src/domain/tool-outcome.ts';
@@ -43,7 +44,7 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
     }
   });
 
-  it('for every combination the table accepts, read through the query expression', async () => {
+  it('for every combination the table accepts (exactly those RunStep accepts), read through the query expression', async () => {
     const db = database.handle.db;
     const [run] = await db
       .insert(runs)
