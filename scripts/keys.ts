@@ -1,5 +1,5 @@
 import { createApiKey, listApiKeys, revokeApiKey } from '../src/db/api-keys.ts';
-import { openDatabase, optionsFromEnv } from '../src/db/connection.ts';
+import { openDatabaseForCommand } from '../src/db/command.ts';
 import { migrate } from '../src/db/migrator.ts';
 import { DomainError } from '../src/domain/errors.ts';
 import { PERMISSIONS } from '../src/domain/permissions.ts';
@@ -18,7 +18,7 @@ function option(name: string): string | undefined {
 const [command, argument] = process.argv
   .slice(2)
   .filter((arg, i, all) => !arg.startsWith('--') && !all[i - 1]?.startsWith('--'));
-const handle = await openDatabase(optionsFromEnv());
+const handle = await openDatabaseForCommand();
 try {
   await migrate(handle);
   if (command === 'create') {

@@ -1,9 +1,9 @@
-import { openDatabase, optionsFromEnv } from '../src/db/connection.ts';
+import { openDatabaseForCommand } from '../src/db/command.ts';
 import { migrate } from '../src/db/migrator.ts';
 import { DEMO_RUN_UUID, seedDemoData } from '../src/db/seed.ts';
 
 // npm run seed: demo runs in the database the service uses (DATABASE_URL, else the embedded one).
-const handle = await openDatabase(optionsFromEnv());
+const handle = await openDatabaseForCommand();
 try {
   console.log(`seeding ${handle.backend} database at ${handle.location}`);
   await migrate(handle);

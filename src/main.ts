@@ -1,6 +1,6 @@
 import { createServer as createHttpServer } from 'node:http';
 import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
-import { openDatabase, optionsFromEnv } from './db/connection.ts';
+import { openDatabaseForCommand } from './db/command.ts';
 import { migrate } from './db/migrator.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
 import { createServer } from './server.ts';
@@ -8,7 +8,7 @@ import { createServer } from './server.ts';
 const port = Number(process.env.PORT ?? 4000);
 const host = process.env.HOST ?? '127.0.0.1';
 
-const handle = await openDatabase(optionsFromEnv());
+const handle = await openDatabaseForCommand();
 console.log(`database: ${handle.backend} at ${handle.location}`);
 await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
 if ((await countActiveApiKeys(handle.db)) === 0) {

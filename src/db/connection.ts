@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger, SQL } from 'drizzle-orm';
@@ -97,10 +97,53 @@ async function openPostgres(url: string, logger: Logger | undefined, poolSize = 
   };
 }
 
+/** The embedded database is open in another process; a second one would not see its writes, or would damage them. */
+export class DatabaseInUseError extends Error {
+  readonly code = 'DATABASE_IN_USE';
+  constructor(dataDir: string, pid: number) {
+    super(
+      `the embedded database at ${dataDir} is in use by process ${pid} (the running service?): stop it first, or use PostgreSQL (DATABASE_URL)`,
+    );
+    this.name = 'DatabaseInUseError';
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** One process at a time on a PGlite data directory: a pid file beside it says which. */
+function claimDataDir(dataDir: string): () => void {
+  const lockFile = `${dataDir}.pid`;
+  try {
+    writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+  } catch {
+    const holder = Number(readFileSync(lockFile, 'utf8'));
+    if (holder !== process.pid && Number.isInteger(holder) && holder > 0 && isRunning(holder)) {
+      throw new DatabaseInUseError(dataDir, holder);
+    }
+    // A stale pid file from a process that is gone.
+    writeFileSync(lockFile, String(process.pid));
+  }
+  return () => rmSync(lockFile, { force: true });
+}
+
 async function openPglite(dataDir = DEFAULT_PGLITE_DIR, logger: Logger | undefined): Promise<DatabaseHandle> {
   const inMemory = dataDir.startsWith('memory://');
   if (!inMemory) mkdirSync(dirname(resolve(dataDir)), { recursive: true });
-  const client = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+  const release = inMemory ? () => {} : claimDataDir(resolve(dataDir));
+  let client: PGlite;
+  try {
+    client = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+  } catch (error) {
+    release();
+    throw error;
+  }
   const db = drizzlePglite(client, { schema, logger }) as unknown as Database;
   let closed = false;
   return {
@@ -129,6 +172,7 @@ async function openPglite(dataDir = DEFAULT_PGLITE_DIR, logger: Logger | undefin
       if (closed) return;
       closed = true;
       await client.close();
+      release();
     },
   };
 }

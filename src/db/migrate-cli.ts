@@ -1,4 +1,4 @@
-import { openDatabase, optionsFromEnv } from './connection.ts';
+import { openDatabaseForCommand } from './command.ts';
 import { currentVersion, MigrationError, migrate } from './migrator.ts';
 
 // npm run migrate [-- --to <version>]
@@ -9,7 +9,7 @@ if (target !== undefined && !Number.isSafeInteger(target)) {
   process.exit(2);
 }
 
-const handle = await openDatabase(optionsFromEnv());
+const handle = await openDatabaseForCommand();
 try {
   console.log(`migrating ${handle.backend} database at ${handle.location}`);
   const applied = await migrate(handle, { target, log: (line) => console.log(`  ${line}`) });
