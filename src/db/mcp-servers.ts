@@ -2,7 +2,7 @@ import { asc, eq } from 'drizzle-orm';
 import { mcpServers } from '../../drizzle/schema.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { checkName } from '../domain/limits.ts';
-import type { McpServerConfig, McpTransportKind } from '../mcp/tool-adapter.ts';
+import type { McpServerConfig, McpTransportKind } from '../domain/mcp-server.ts';
 import type { Database } from './connection.ts';
 
 export type McpServerRow = typeof mcpServers.$inferSelect;

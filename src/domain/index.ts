@@ -4,6 +4,7 @@ export * from './errors.ts';
 export * from './idempotency.ts';
 export * from './labels.ts';
 export * from './limits.ts';
+export * from './mcp-server.ts';
 export * from './outcome-counts.ts';
 export * from './outcome-stats.ts';
 export * from './permissions.ts';

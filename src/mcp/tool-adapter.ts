@@ -6,22 +6,13 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolResult } from '../domain/tool-result.ts';
 import { McpTransportError } from './transport-error.ts';
 
 /** How long a cut-off call's connection stays open for its cancellation to reach the server. */
 const CANCEL_GRACE_MS = 1_000;
-
-export type McpTransportKind = 'streamable-http' | 'stdio';
-
-export interface McpServerConfig {
-  identifier: string;
-  transport: McpTransportKind;
-  url: string | null;
-  command: string | null;
-  args: readonly string[];
-}
 
 export interface ToolCallOutcome {
   result: ToolResult;
