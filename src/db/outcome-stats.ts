@@ -14,6 +14,8 @@ export interface StatsQuery {
   configurations?: readonly string[] | null;
   owners?: readonly string[] | null;
   outcomes?: readonly ToolOutcome[] | null;
+  /** Count durations into histograms (for percentiles); without them the counts alone cost far less. */
+  durations?: boolean;
 }
 
 /** `raw` reads run_steps only; `auto` answers whole UTC days from tool_outcome_daily where it can. */
@@ -31,7 +33,7 @@ interface Row {
   failed: number;
   cancelled: number;
   duration_bucket?: number;
-  [histogramColumn: `d${number}`]: number;
+  histogram?: number[];
 }
 
 function inList(column: SQL, values: readonly string[] | null | undefined): SQL | null {
@@ -86,20 +88,25 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
     inList(sql`r.owner`, query.owners),
     inList(outcome, query.outcomes),
   ].filter((c): c is SQL => c !== null);
-  const groupColumns = [...keys.map((_, i) => sql.raw(String(i + 1))), sql.raw(String(keys.length + 1))];
+  const durations = query.durations ?? true;
+  const groupColumns = [
+    ...keys.map((_, i) => sql.raw(String(i + 1))),
+    ...(durations ? [sql.raw(String(keys.length + 1))] : []),
+  ];
   const statement = sql`
     select ${sql.join([...keys, sql``], sql`, `)}
-           tool_duration_bucket(s.duration_ms) as duration_bucket,
+           ${durations ? sql`tool_duration_bucket(s.duration_ms)` : sql`0`} as duration_bucket,
            count(*) filter (where ${outcome} = 'ok')::int as ok,
            count(*) filter (where ${outcome} = 'failed')::int as failed,
            count(*) filter (where ${outcome} = 'cancelled')::int as cancelled
       from run_steps s ${needsRuns ? sql`join runs r on r.id = s.run_id` : sql``}
      where ${sql.join(conditions, sql` and `)}
-     group by ${sql.join(groupColumns, sql`, `)}`;
+     ${groupColumns.length > 0 ? sql`group by ${sql.join(groupColumns, sql`, `)}` : sql``}`;
   const rows = await selectRows<Row>(db, statement);
   return rows.map((row) => {
     const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
-    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
+    if (durations)
+      histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
     return toCell(row, histogram);
   });
 }
@@ -139,7 +146,7 @@ async function dailyCells(db: Database, query: StatsQuery, from: Date, to: Date)
   return rows.map((row) =>
     toCell(
       row,
-      Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(row[`d${i}`] ?? 0)),
+      Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(row.histogram?.[i] ?? 0)),
     ),
   );
 }

@@ -377,6 +377,30 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     await compare();
   });
 
+  it('counts the same when no percentile is asked for, and finds percentiles asked for in a fragment', async () => {
+    const countsOnly = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bucket: TimeBucket) {
+      toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket) {
+        server toolName configuration owner bucketStart counts { ok failed cancelled total failureRate } } }`;
+    for (const variables of [
+      { groupBy: ['SERVER'], filter: range },
+      { groupBy: ['TOOL'], filter: { ...range, servers: ['fs'] }, bucket: 'DAY' },
+      { groupBy: ['OWNER'], filter: range },
+      { groupBy: [], filter: range },
+    ]) {
+      const full = await stats(variables);
+      const lean = await api.query<{ toolOutcomeStats: Group[] }>(countsOnly, variables);
+      expect(lean.data?.toolOutcomeStats).toEqual(
+        full.map(({ p50DurationMs, p95DurationMs, ...rest }) => rest),
+      );
+    }
+    const viaFragment = await api.query<{ toolOutcomeStats: Array<{ p95DurationMs: number | null }> }>(
+      `query ($filter: ToolStepFilter) { toolOutcomeStats(groupBy: [SERVER], filter: $filter) { ...Durations } }
+       fragment Durations on ToolOutcomeGroup { p95DurationMs }`,
+      { filter: range },
+    );
+    expect(viaFragment.data?.toolOutcomeStats.every((g) => g.p95DurationMs !== null)).toBe(true);
+  });
+
   it('refuses a reversed range, a range over 400 days, too many buckets, a bad offset and first over 500', async () => {
     const codes = async (variables: Record<string, unknown>) =>
       (await api.query(STATS, variables)).errors?.map((e) => e.extensions?.code);

@@ -13,6 +13,7 @@ import {
 import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
 import { badUserInput } from '../errors.ts';
+import { selectsAnyField } from '../selection.ts';
 import { ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 
@@ -119,7 +120,7 @@ builder.queryFields((t) => ({
         description: 'Groups, at most 500.',
       }),
     },
-    resolve: async (_root, args, context) => {
+    resolve: async (_root, args, context, info) => {
       const filter = args.filter ?? {};
       const { range, spec, first, minCalls } = asUserInput(() => {
         const range = statsRange(filter.occurredAfter, filter.occurredBefore, new Date());
@@ -143,6 +144,7 @@ builder.queryFields((t) => ({
         configurations: filter.configurations,
         owners,
         outcomes: filter.outcomes,
+        durations: selectsAnyField(info, ['p50DurationMs', 'p95DurationMs']),
       });
       return summarise(cells, {
         spec,
