@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
 import type { Database } from '../db/connection.ts';
+import { outcomeStatsCells } from '../db/outcome-stats.ts';
 import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
 import {
   allStepsOfRuns,
@@ -9,8 +10,9 @@ import {
   sliceStepsOfRuns,
   tallyToolOutcomesOfRuns,
 } from '../db/steps.ts';
-import type { OutcomeTally } from '../domain/outcome-counts.ts';
-import { type Actor, canSeeRunOf } from '../domain/permissions.ts';
+import { type OutcomeCounts, type OutcomeTally, outcomeCounts } from '../domain/outcome-counts.ts';
+import { statsRange, summarise } from '../domain/outcome-stats.ts';
+import { type Actor, canSeeRunOf, restrictOwners } from '../domain/permissions.ts';
 
 function byKey<K, V>(rows: readonly V[], key: (row: V) => K): Map<K, V> {
   return new Map(rows.map((row) => [key(row), row]));
@@ -33,7 +35,32 @@ export function createLoaders(db: Database, actor: Actor) {
     const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
     return ids.map((id) => visible(rows.get(id)));
   });
+  const noCalls = outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
   return {
+    /** Tool calls per MCP server over the last 30 days, in runs the actor may see: one statement for all servers. */
+    serverOutcomeCounts: new DataLoader<string, OutcomeCounts>(async (servers) => {
+      const owners = restrictOwners(actor, null);
+      if (owners?.length === 0) return servers.map(() => noCalls);
+      const range = statsRange(null, null, new Date());
+      const cells = await outcomeStatsCells(db, {
+        groupBy: ['server'],
+        range,
+        spec: null,
+        servers,
+        owners,
+        durations: false,
+      });
+      const groups = summarise(cells, {
+        spec: null,
+        range,
+        orderBy: 'key',
+        descending: false,
+        minCalls: 0,
+        first: servers.length,
+      });
+      const byServer = new Map(groups.map((group) => [group.server, group.counts]));
+      return servers.map((server) => byServer.get(server) ?? noCalls);
+    }),
     runByUuid: new DataLoader<string, RunRow | null>(async (uuids) => {
       const rows = byKey(await findRunsByUuids(db, uuids), (r) => r.uuid);
       return uuids.map((uuid) => visible(rows.get(uuid)));

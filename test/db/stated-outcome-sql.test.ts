@@ -53,6 +53,7 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
     if (!run) throw new Error('no run');
     let inserted = 0;
     for (const [index, combination] of combinations.entries()) {
+      let storedByDatabase = true;
       try {
         await db.transaction(async (tx) => {
           await tx
@@ -61,8 +62,19 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
         });
         inserted += 1;
       } catch {
-        // Refused by a CHECK constraint: covered by the refusal tests.
+        storedByDatabase = false;
       }
+      // The value object and the CHECK constraints state one invariant: they accept exactly the same rows.
+      let acceptedByRunStep = true;
+      try {
+        new RunStep({ sequence: 1, round: 0, durationMs: 0, occurredAt: new Date(), ...combination });
+      } catch {
+        acceptedByRunStep = false;
+      }
+      expect({ ...combination, storedByDatabase }).toEqual({
+        ...combination,
+        storedByDatabase: acceptedByRunStep,
+      });
     }
     // kinds x (3 legacy/none pairs) + 3 valid outcome pairs on tool steps
     expect(inserted).toBe(STEP_KINDS.length * 3 + 3);

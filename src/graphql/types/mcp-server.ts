@@ -7,12 +7,8 @@ import {
   removeMcpServer,
   updateMcpServer,
 } from '../../db/mcp-servers.ts';
-import { outcomeStatsCells } from '../../db/outcome-stats.ts';
 import { InvalidInputError, RunNotFoundError, RunTerminalError } from '../../domain/errors.ts';
 import { checkInteger, checkJson, checkName, Limits } from '../../domain/limits.ts';
-import { outcomeCounts } from '../../domain/outcome-counts.ts';
-import { statsRange, summarise } from '../../domain/outcome-stats.ts';
-import { restrictOwners } from '../../domain/permissions.ts';
 import { isTerminalStatus, type RunStatus } from '../../domain/run-status.ts';
 import { callMcpTool } from '../../mcp/tool-adapter.ts';
 import { builder } from '../builder.ts';
@@ -45,27 +41,7 @@ const McpServerRef = builder.objectRef<McpServerRow>('McpServer').implement({
     toolOutcomeCounts: t.field({
       type: OutcomeCountsRef,
       description: 'Tool calls on this server over the last 30 days, in runs the caller may see.',
-      resolve: async (server, _args, context) => {
-        const owners = restrictOwners(context.actor, null);
-        if (owners?.length === 0) return outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
-        const range = statsRange(null, null, new Date());
-        const cells = await outcomeStatsCells(context.db, {
-          groupBy: [],
-          range,
-          spec: null,
-          servers: [server.identifier],
-          owners,
-        });
-        const [group] = summarise(cells, {
-          spec: null,
-          range,
-          orderBy: 'key',
-          descending: false,
-          minCalls: 0,
-          first: 1,
-        });
-        return group?.counts ?? outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
-      },
+      resolve: (server, _args, context) => context.loaders.serverOutcomeCounts.load(server.identifier),
     }),
   }),
 });
