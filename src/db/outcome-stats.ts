@@ -3,7 +3,7 @@ import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
 import type { BucketSpec, OutcomeDimension, StatsCell, StatsRange } from '../domain/outcome-stats.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
-import { statedOutcomeSql } from './stated-outcome-sql.ts';
+import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 
 export interface StatsQuery {
   groupBy: readonly OutcomeDimension[];
@@ -89,6 +89,7 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
     inList(outcome, query.outcomes),
   ].filter((c): c is SQL => c !== null);
   const durations = query.durations ?? true;
+  const tally = outcomeTallySql(outcome);
   const groupColumns = [
     ...keys.map((_, i) => sql.raw(String(i + 1))),
     ...(durations ? [sql.raw(String(keys.length + 1))] : []),
@@ -96,9 +97,7 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
   const statement = sql`
     select ${sql.join([...keys, sql``], sql`, `)}
            ${durations ? sql`tool_duration_bucket(s.duration_ms)` : sql`0`} as duration_bucket,
-           count(*) filter (where ${outcome} = 'ok')::int as ok,
-           count(*) filter (where ${outcome} = 'failed')::int as failed,
-           count(*) filter (where ${outcome} = 'cancelled')::int as cancelled
+           ${tally.ok} as ok, ${tally.failed} as failed, ${tally.cancelled} as cancelled
       from run_steps s ${needsRuns ? sql`join runs r on r.id = s.run_id` : sql``}
      where ${sql.join(conditions, sql` and `)}
      ${groupColumns.length > 0 ? sql`group by ${sql.join(groupColumns, sql`, `)}` : sql``}`;

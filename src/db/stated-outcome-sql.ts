@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import { runSteps } from '../../drizzle/schema.ts';
-import type { ToolOutcome } from '../domain/tool-outcome.ts';
+import { ToolOutcome } from '../domain/tool-outcome.ts';
 
 /**
  * The boolean-first rule in SQL: a call of `stated_tool_outcome`, defined once
@@ -12,4 +12,14 @@ export function statedOutcomeSql(
   columns: { toolIsError: AnyPgColumn | SQL; toolOutcome: AnyPgColumn | SQL } = runSteps,
 ): SQL<ToolOutcome | null> {
   return sql<ToolOutcome | null>`stated_tool_outcome(${columns.toolIsError}, ${columns.toolOutcome})`;
+}
+
+/** Tool calls counted by the outcome they state: the one way every count in SQL is made. */
+export function outcomeTallySql(outcome: SQL<ToolOutcome | null>): Record<ToolOutcome, SQL<number>> {
+  const count = (value: ToolOutcome) => sql<number>`count(*) filter (where ${outcome} = ${value})::int`;
+  return {
+    ok: count(ToolOutcome.Ok),
+    failed: count(ToolOutcome.Failed),
+    cancelled: count(ToolOutcome.Cancelled),
+  };
 }

@@ -1,10 +1,10 @@
 import { and, asc, eq, getTableColumns, gt, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import { runSteps } from '../../drizzle/schema.ts';
-import type { OutcomeTally } from '../domain/outcome-counts.ts';
+import { NO_OUTCOMES, type OutcomeTally } from '../domain/outcome-counts.ts';
 import type { StepKind } from '../domain/step-kind.ts';
-import { ToolOutcome } from '../domain/tool-outcome.ts';
+import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { Database } from './connection.ts';
-import { statedOutcomeSql } from './stated-outcome-sql.ts';
+import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 
 export type StepRow = typeof runSteps.$inferSelect;
 
@@ -83,15 +83,13 @@ export async function tallyToolOutcomesOfRuns(
   db: Database,
   runIds: readonly number[],
 ): Promise<Map<number, OutcomeTally>> {
-  const tallies = new Map<number, OutcomeTally>(runIds.map((id) => [id, { ok: 0, failed: 0, cancelled: 0 }]));
+  const tallies = new Map<number, OutcomeTally>(runIds.map((id) => [id, NO_OUTCOMES]));
   if (runIds.length === 0) return tallies;
   const outcome = statedOutcomeSql();
   const rows = await db
     .select({
       runId: runSteps.runId,
-      ok: sql<number>`count(*) filter (where ${outcome} = ${ToolOutcome.Ok})::int`,
-      failed: sql<number>`count(*) filter (where ${outcome} = ${ToolOutcome.Failed})::int`,
-      cancelled: sql<number>`count(*) filter (where ${outcome} = ${ToolOutcome.Cancelled})::int`,
+      ...outcomeTallySql(outcome),
     })
     .from(runSteps)
     .where(and(inArray(runSteps.runId, [...runIds]), eq(runSteps.kind, 'tool')))

@@ -10,7 +10,12 @@ import {
   sliceStepsOfRuns,
   tallyToolOutcomesOfRuns,
 } from '../db/steps.ts';
-import { type OutcomeCounts, type OutcomeTally, outcomeCounts } from '../domain/outcome-counts.ts';
+import {
+  NO_OUTCOMES,
+  type OutcomeCounts,
+  type OutcomeTally,
+  outcomeCounts,
+} from '../domain/outcome-counts.ts';
 import { statsRange, summarise } from '../domain/outcome-stats.ts';
 import { type Actor, canSeeRunOf, restrictOwners } from '../domain/permissions.ts';
 
@@ -35,7 +40,7 @@ export function createLoaders(db: Database, actor: Actor) {
     const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
     return ids.map((id) => visible(rows.get(id)));
   });
-  const noCalls = outcomeCounts({ ok: 0, failed: 0, cancelled: 0 });
+  const noCalls = outcomeCounts(NO_OUTCOMES);
   return {
     /** Tool calls per MCP server over the last 30 days, in runs the actor may see: one statement for all servers. */
     serverOutcomeCounts: new DataLoader<string, OutcomeCounts>(async (servers) => {
@@ -77,7 +82,7 @@ export function createLoaders(db: Database, actor: Actor) {
     }),
     toolOutcomeTally: new DataLoader<number, OutcomeTally>(async (runIds) => {
       const tallies = await tallyToolOutcomesOfRuns(db, runIds);
-      return runIds.map((id) => tallies.get(id) ?? { ok: 0, failed: 0, cancelled: 0 });
+      return runIds.map((id) => tallies.get(id) ?? NO_OUTCOMES);
     }),
     allSteps: new DataLoader<number, StepRow[]>(async (runIds) => {
       const steps = await allStepsOfRuns(db, runIds);
