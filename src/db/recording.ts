@@ -9,7 +9,7 @@ import type { Database } from './connection.ts';
 import type { RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
 
-type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
+export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
 
 export interface NewRun {
   uuid?: string;
@@ -59,7 +59,7 @@ async function lockRun(tx: Transaction, runUuid: string, owner: string | undefin
  * started with, so a max(sequence) read in the same statement would miss the
  * step the previous lock holder just committed.
  */
-async function lockRunForAppend(
+export async function lockRunForAppend(
   tx: Transaction,
   runUuid: string,
   owner: string | undefined,

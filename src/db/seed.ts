@@ -1,10 +1,10 @@
-import { eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import type { TerminationReason } from '../domain/run-status.ts';
 import type { RunTrace, ToolCall } from '../domain/run-trace.ts';
 import { ToolResult } from '../domain/tool-result.ts';
 import type { Database } from './connection.ts';
-import { appendSteps, createRun, finishRun } from './recording.ts';
+import { appendSteps, createRun, finishRun, lockRunForAppend } from './recording.ts';
 
 /** The run the README's first query asks for: cancelled, with all three outcomes and legacy steps. */
 export const DEMO_RUN_UUID = '00000000-0000-4000-8000-00000000c0de';
@@ -71,15 +71,11 @@ function toolCall(random: Random, round: number, at: Date): ToolCall {
  */
 export async function appendLegacyToolStep(db: Database, runUuid: string, call: ToolCall, isError: boolean) {
   await db.transaction(async (tx) => {
-    const [run] = await tx.select().from(runs).where(eq(runs.uuid, runUuid)).for('update');
-    if (!run) throw new Error(`no run ${runUuid}`);
-    const [last] = await tx
-      .select({ sequence: sql<number>`coalesce(max(${runSteps.sequence}), 0)::int` })
-      .from(runSteps)
-      .where(eq(runSteps.runId, run.id));
+    // Numbered like every other step: under the run's lock, after the last one stored.
+    const { run, lastSequence } = await lockRunForAppend(tx, runUuid, undefined);
     await tx.insert(runSteps).values({
       runId: run.id,
-      sequence: (last?.sequence ?? 0) + 1,
+      sequence: lastSequence + 1,
       kind: 'tool',
       round: call.round,
       durationMs: call.durationMs,
