@@ -1,6 +1,6 @@
 import { DURATION_BUCKETS, histogramQuantile } from './duration-histogram.ts';
 import { InvalidInputError } from './errors.ts';
-import { type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
+import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 
 export type OutcomeDimension = 'server' | 'tool' | 'configuration' | 'owner';
 export type TimeBucket = 'hour' | 'day' | 'week';
@@ -130,14 +130,19 @@ interface Accumulated {
   byBucket: Map<number, StatsCell>;
 }
 
+/** The key fields of a cell: what a group is grouped by. */
+const keyFields = ({ server, toolName, configuration, owner }: StatsCell) => ({
+  server,
+  toolName,
+  configuration,
+  owner,
+});
+
 function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
   return {
-    server: from.server,
-    toolName: from.toolName,
-    configuration: from.configuration,
-    owner: from.owner,
+    ...keyFields(from),
     bucket,
-    tally: { ok: 0, failed: 0, cancelled: 0 },
+    tally: NO_OUTCOMES,
     histogram: new Array<number>(DURATION_BUCKETS).fill(0),
   };
 }
@@ -153,15 +158,11 @@ function addInto(target: StatsCell, source: StatsCell): void {
   });
 }
 
-const groupKey = (cell: StatsCell) =>
-  JSON.stringify([cell.server, cell.toolName, cell.configuration, cell.owner]);
+const groupKey = (cell: StatsCell) => JSON.stringify(keyFields(cell));
 
 function toGroup(cell: StatsCell, start: Date | null): OutcomeGroup {
   return {
-    server: cell.server,
-    toolName: cell.toolName,
-    configuration: cell.configuration,
-    owner: cell.owner,
+    ...keyFields(cell),
     bucketStart: start,
     counts: outcomeCounts(cell.tally),
     p50DurationMs: histogramQuantile(cell.histogram, 0.5),
