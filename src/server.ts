@@ -4,6 +4,7 @@ import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
+import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 
 export interface ServerOptions {
@@ -32,6 +33,7 @@ export function createServer({ handle, graphiql, calls = new InFlightCalls() }: 
       useStableErrorCodes(),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
-    logging: process.env.NODE_ENV === 'test' ? false : 'info',
+    // Errors are logged by name and code, never by message: see log.ts.
+    logging: process.env.NODE_ENV === 'test' ? false : createLogger(),
   });
 }

@@ -36,13 +36,66 @@ export interface OpenOptions {
   /** Called with every SQL statement the ORM sends. */
   onQuery?: ((sql: string) => void) | undefined;
   poolSize?: number;
+  /** Bounds on every wait on PostgreSQL; defaults in DEFAULT_TIMEOUTS. */
+  timeouts?: Partial<DatabaseTimeouts> | undefined;
+}
+
+/** How long the service waits on PostgreSQL, in milliseconds. No wait is unbounded. */
+export interface DatabaseTimeouts {
+  /** Opening a connection, and waiting for a free one in the pool (node-postgres bounds both with one setting). */
+  connectMs: number;
+  /** A statement, on the server (`statement_timeout`); also bounds waiting for a lock. */
+  statementMs: number;
+  /** A statement, on the client: the answer of a server that hangs without failing. */
+  queryMs: number;
+  /** A transaction left idle by its client (`idle_in_transaction_session_timeout`). */
+  idleInTransactionMs: number;
+  /** The readiness probe (`/ready`). */
+  pingMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: DatabaseTimeouts = {
+  connectMs: 5_000,
+  statementMs: 30_000,
+  queryMs: 35_000,
+  idleInTransactionMs: 60_000,
+  pingMs: 1_500,
+};
+
+/** The environment variable that overrides each timeout. */
+export const TIMEOUT_ENV: Record<keyof DatabaseTimeouts, string> = {
+  connectMs: 'DATABASE_CONNECT_TIMEOUT_MS',
+  statementMs: 'DATABASE_STATEMENT_TIMEOUT_MS',
+  queryMs: 'DATABASE_QUERY_TIMEOUT_MS',
+  idleInTransactionMs: 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS',
+  pingMs: 'DATABASE_PING_TIMEOUT_MS',
+};
+
+function timeoutsFromEnv(env: NodeJS.ProcessEnv): Partial<DatabaseTimeouts> {
+  const timeouts: Partial<DatabaseTimeouts> = {};
+  for (const [name, variable] of Object.entries(TIMEOUT_ENV) as Array<[keyof DatabaseTimeouts, string]>) {
+    const raw = env[variable];
+    if (raw === undefined || raw === '') continue;
+    const value = Number(raw);
+    if (!Number.isSafeInteger(value) || value <= 0) {
+      throw new Error(
+        `${variable} must be a positive whole number of milliseconds, not ${JSON.stringify(raw)}`,
+      );
+    }
+    timeouts[name] = value;
+  }
+  return timeouts;
 }
 
 export const DEFAULT_PGLITE_DIR = '.data/pglite';
 
 /** Reads the choice of database from the environment: DATABASE_URL, else PGLITE_DATA_DIR, else `.data/pglite`. */
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): OpenOptions {
-  return { url: env.DATABASE_URL || undefined, dataDir: env.PGLITE_DATA_DIR || DEFAULT_PGLITE_DIR };
+  return {
+    url: env.DATABASE_URL || undefined,
+    dataDir: env.PGLITE_DATA_DIR || DEFAULT_PGLITE_DIR,
+    timeouts: timeoutsFromEnv(env),
+  };
 }
 
 export async function openDatabase(options: OpenOptions = optionsFromEnv()): Promise<DatabaseHandle> {
@@ -50,7 +103,7 @@ export async function openDatabase(options: OpenOptions = optionsFromEnv()): Pro
     ? { logQuery: (query) => options.onQuery?.(query) }
     : undefined;
   return options.url
-    ? openPostgres(options.url, logger, options.poolSize)
+    ? openPostgres(options.url, logger, options.poolSize, { ...DEFAULT_TIMEOUTS, ...options.timeouts })
     : openPglite(options.dataDir, logger);
 }
 
@@ -59,10 +112,75 @@ function describeUrl(url: string): string {
   return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
 }
 
-async function openPostgres(url: string, logger: Logger | undefined, poolSize = 10): Promise<DatabaseHandle> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+/** A session's statements may take a day; node-postgres reads 0 as "use the pool's default". */
+const SESSION_QUERY_TIMEOUT_MS = 24 * 60 * 60 * 1000;
+
+/** node-postgres reads a per-statement `query_timeout` that its types do not declare. */
+function sessionStatement(text: string, values?: unknown[]): pg.QueryConfig {
+  const config: pg.QueryConfig & { query_timeout: number } = {
+    text,
+    ...(values ? { values } : {}),
+    query_timeout: SESSION_QUERY_TIMEOUT_MS,
+  };
+  return config;
+}
+
+/** Resolves with the work's answer, or rejects once `ms` have passed without one. */
+function within<T>(ms: number, work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * A pooled client must survive its server: node-postgres emits `error` on a
+ * client whose backend dies, and an `error` event without a listener ends the
+ * process. The pool's own listener covers idle clients only, so every client
+ * gets one as it connects; the query in flight fails on its own, and the pool
+ * drops the client when it is released. A client-side read timeout leaves the
+ * connection mid-statement, so that connection is destroyed rather than reused.
+ */
+function guardClient(client: pg.PoolClient): void {
+  client.on('error', () => {});
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  const guarded = (...args: unknown[]): unknown => {
+    const result = query(...args);
+    if (result instanceof Promise) {
+      return result.catch((error: unknown) => {
+        if (error instanceof Error && error.message === 'Query read timeout') {
+          (
+            client as unknown as { connection?: { stream?: { destroy(): void } } }
+          ).connection?.stream?.destroy();
+        }
+        throw error;
+      });
+    }
+    return result;
+  };
+  client.query = guarded as typeof client.query;
+}
+
+async function openPostgres(
+  url: string,
+  logger: Logger | undefined,
+  poolSize = 10,
+  timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS,
+): Promise<DatabaseHandle> {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: timeouts.connectMs,
+    statement_timeout: timeouts.statementMs,
+    query_timeout: timeouts.queryMs,
+    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+    // Dead peers are found by TCP as well, not only by the next query.
+    keepAlive: true,
+  });
   // An idle client that loses its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  pool.on('connect', guardClient);
   const db = drizzlePg(pool, { schema, logger }) as unknown as Database;
   return {
     db,
@@ -71,20 +189,23 @@ async function openPostgres(url: string, logger: Logger | undefined, poolSize = 
     async withSession(work) {
       const client = await pool.connect();
       try {
+        // A session does long work on purpose (migrations count whole tables): no statement timeout.
+        await client.query('SET statement_timeout = 0');
         return await work({
           exec: async (script) => {
-            await client.query(script);
+            await client.query(sessionStatement(script));
           },
           query: async <Row>(text: string, params: unknown[] = []) =>
-            (await client.query(text, params)).rows as Row[],
+            (await client.query(sessionStatement(text, params))).rows as Row[],
         });
       } finally {
+        await client.query('RESET statement_timeout').catch(() => {});
         client.release();
       }
     },
     async ping() {
       try {
-        await pool.query('select 1');
+        await within(timeouts.pingMs, pool.query('select 1'), 'ping');
         return true;
       } catch {
         return false;

@@ -1,9 +1,10 @@
 import { GraphQLError } from 'graphql';
 import { actorForKey } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
+import { isDatabaseUnavailable } from '../db/faults.ts';
 import { type Actor, can, type Permission } from '../domain/permissions.ts';
 import type { InFlightCalls } from '../mcp/in-flight-calls.ts';
-import { ErrorCode } from './errors.ts';
+import { databaseUnavailable, ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 export interface Context {
@@ -29,7 +30,13 @@ export async function authenticate(handle: DatabaseHandle, request: Request): Pr
   const header = request.headers.get('authorization') ?? '';
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
   if (!match?.[1]) throw unauthenticated('send an API key: Authorization: Bearer <key>');
-  const actor = await actorForKey(handle.db, match[1]);
+  let actor: Actor | null;
+  try {
+    actor = await actorForKey(handle.db, match[1]);
+  } catch (error) {
+    if (isDatabaseUnavailable(error)) throw databaseUnavailable();
+    throw error;
+  }
   if (!actor) throw unauthenticated('the API key is unknown or revoked');
   return actor;
 }

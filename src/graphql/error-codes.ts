@@ -1,6 +1,7 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { maskError, type Plugin } from 'graphql-yoga';
-import { ErrorCode } from './errors.ts';
+import { isDatabaseUnavailable } from '../db/faults.ts';
+import { databaseUnavailable, ErrorCode } from './errors.ts';
 
 function withCode(error: GraphQLError, code: string): GraphQLError {
   return new GraphQLError(error.message, {
@@ -48,6 +49,7 @@ export function useStableErrorCodes(): Plugin {
 
 /** Yoga's masking, with a code on what it masks. */
 export const maskUnexpectedError: typeof maskError = (error, message, isDev) => {
+  if (isDatabaseUnavailable(error)) return databaseUnavailable();
   const masked = maskError(error, message, isDev);
   // Only what was actually masked is internal; a client's GraphQLError passes through as it is.
   return masked !== error && masked instanceof GraphQLError && !masked.extensions?.code
