@@ -1,4 +1,4 @@
-import { sqlState } from './db/faults.ts';
+import { causes, sqlState } from './db/faults.ts';
 
 /**
  * What the service writes to its logs. Never payloads, prompts, arguments,
@@ -7,18 +7,21 @@ import { sqlState } from './db/faults.ts';
  * quote the values they choked on (a failed statement quotes its parameters).
  */
 
-/** The kind of a failed statement, e.g. `insert run_steps`, from the text node-postgres or Drizzle reports. */
+/** The kind of a failed statement, e.g. `insert run_steps`, from its text: never its values. */
 function statementKind(text: string): string | undefined {
-  const match = /\b(select|insert\s+into|update|delete\s+from|with)\b\s*"?([a-z_][a-z0-9_]*)?/i.exec(text);
-  if (!match?.[1]) return undefined;
-  const verb = match[1].toLowerCase().split(/\s+/)[0];
-  return match[2] ? `${verb} ${match[2]}` : verb;
+  const verb = /^\s*(select|insert|update|delete|with)\b/i.exec(text)?.[1]?.toLowerCase();
+  if (!verb) return undefined;
+  const table = /\b(?:into|from|update)\s+"?([a-z_][a-z0-9_]*)/i.exec(text)?.[1];
+  return table ? `${verb} ${table}` : verb;
 }
 
 function failedQueryText(error: unknown): string | undefined {
-  // Drizzle wraps the driver's error with the statement it sent: "Failed query: <sql>\nparams: ...".
-  if (error && typeof error === 'object' && 'query' in error && typeof error.query === 'string')
-    return error.query;
+  // Drizzle wraps the driver's error with the statement it sent ("Failed query: <sql>\nparams: ...").
+  for (const cause of causes(error)) {
+    if (cause && typeof cause === 'object' && 'query' in cause && typeof cause.query === 'string') {
+      return cause.query;
+    }
+  }
   return undefined;
 }
 
@@ -34,7 +37,8 @@ function frames(error: Error, count: number): string[] {
 /** One safe line (and a few frames) describing an error. */
 export function describeError(error: unknown): string {
   if (!(error instanceof Error)) return `a thrown ${typeof error}`;
-  const parts = [error.name];
+  const chain = causes(error).filter((cause): cause is Error => cause instanceof Error);
+  const parts = [chain.map((cause) => cause.name).join(' < ')];
   const code = 'code' in error && typeof error.code === 'string' ? error.code : undefined;
   const state = sqlState(error);
   if (code && code !== state) parts.push(`code ${code}`);
@@ -43,7 +47,8 @@ export function describeError(error: unknown): string {
   const kind = query ? statementKind(query) : undefined;
   if (kind) parts.push(`statement ${kind}`);
   const lines = [parts.join(', ')];
-  for (const frame of frames(error, 5)) lines.push(`    ${frame}`);
+  // The innermost error's frames say where it was raised.
+  for (const frame of frames(chain.at(-1) ?? error, 5)) lines.push(`    ${frame}`);
   return lines.join('\n');
 }
 

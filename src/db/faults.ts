@@ -36,7 +36,8 @@ const DRIVER_MESSAGES = [
   /^connect (ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH)/,
 ];
 
-function causes(error: unknown): unknown[] {
+/** The error and what it wraps (`originalError`, `cause`), outermost first. */
+export function causes(error: unknown): unknown[] {
   const chain: unknown[] = [];
   let current: unknown = error;
   // Drizzle and GraphQL wrap the driver's error; a few levels are enough.
