@@ -64,7 +64,11 @@ function bucketSql(spec: BucketSpec, epochMs: SQL): SQL {
 
 /** Tool calls in [from, to), straight from run_steps: one row per group and duration bucket. */
 async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): Promise<StatsCell[]> {
-  const outcome = statedOutcomeSql({ toolIsError: sql`s.tool_is_error`, toolOutcome: sql`s.tool_outcome` });
+  const outcome = statedOutcomeSql({
+    kind: sql`s.kind`,
+    toolIsError: sql`s.tool_is_error`,
+    toolOutcome: sql`s.tool_outcome`,
+  });
   const needsRuns =
     query.groupBy.includes('configuration') ||
     query.groupBy.includes('owner') ||

@@ -5,13 +5,17 @@ import { ToolOutcome } from '../domain/tool-outcome.ts';
 
 /**
  * The boolean-first rule in SQL: a call of `stated_tool_outcome`, defined once
- * in migrations/0002. Every query that filters or groups by outcome goes
+ * in migrations/0008. Every query that filters or groups by outcome goes
  * through here; a test proves it agrees with `statedOutcome()` in src/domain.
  */
 export function statedOutcomeSql(
-  columns: { toolIsError: AnyPgColumn | SQL; toolOutcome: AnyPgColumn | SQL } = runSteps,
+  columns: {
+    kind: AnyPgColumn | SQL;
+    toolIsError: AnyPgColumn | SQL;
+    toolOutcome: AnyPgColumn | SQL;
+  } = runSteps,
 ): SQL<ToolOutcome | null> {
-  return sql<ToolOutcome | null>`stated_tool_outcome(${columns.toolIsError}, ${columns.toolOutcome})`;
+  return sql<ToolOutcome | null>`stated_tool_outcome(${columns.kind}, ${columns.toolIsError}, ${columns.toolOutcome})`;
 }
 
 /** Tool calls counted by the outcome they state: the one way every count in SQL is made. */

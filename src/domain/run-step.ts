@@ -140,7 +140,7 @@ export class RunStep {
 
   /** The outcome this step states, by the boolean-first rule; null when it states none. */
   get outcome(): ToolOutcome | null {
-    return statedOutcome(this.toolIsError, this.toolOutcome);
+    return statedOutcome(this.kind, this.toolIsError, this.toolOutcome);
   }
 
   toRecord(): RunStepRecord {

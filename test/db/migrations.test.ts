@@ -70,7 +70,8 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
           SELECT id, 1, 'tool', now(), 'search', 'docs', true FROM runs;
           INSERT INTO run_steps (run_id, sequence, kind, occurred_at, tool_name, server, tool_is_error)
           SELECT id, 2, 'tool', now(), 'search', 'docs', false FROM runs;
-          INSERT INTO run_steps (run_id, sequence, kind, occurred_at) SELECT id, 3, 'llm', now() FROM runs;`);
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at) SELECT id, 3, 'llm', now() FROM runs;
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at, tool_is_error) SELECT id, 4, 'llm', now(), true FROM runs;`);
       });
       await migrate(database.handle);
     });
@@ -78,14 +79,19 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
 
     it('keeps every legacy step at the outcome it had, with nothing backfilled', async () => {
       const rows = await database.handle.db.select().from(runSteps).orderBy(runSteps.sequence);
-      expect(rows.map((r) => r.toolOutcome)).toEqual([null, null, null]);
-      expect(rows.map((r) => RunStep.fromRecord(r).outcome)).toEqual(['failed', 'ok', null]);
+      expect(rows.map((r) => r.toolOutcome)).toEqual([null, null, null, null]);
+      // A non-tool step states no outcome, even one that carries the boolean.
+      expect(rows.map((r) => RunStep.fromRecord(r).outcome)).toEqual(['failed', 'ok', null, null]);
       const viaSql = await database.handle.withSession((s) =>
         s.query<{ stated: string | null }>(
-          'SELECT stated_tool_outcome(tool_is_error, tool_outcome) AS stated FROM run_steps ORDER BY sequence',
+          'SELECT stated_tool_outcome(kind, tool_is_error, tool_outcome) AS stated FROM run_steps ORDER BY sequence',
         ),
       );
-      expect(viaSql.map((r) => r.stated)).toEqual(['failed', 'ok', null]);
+      expect(viaSql.map((r) => r.stated)).toEqual(['failed', 'ok', null, null]);
+      const daily = await database.handle.withSession((s) =>
+        s.query<{ ok: number; failed: number }>('SELECT ok, failed FROM tool_outcome_daily'),
+      );
+      expect(daily).toEqual([{ ok: 1, failed: 1 }]);
       expect(await database.handle.db.select().from(runs)).toHaveLength(1);
     });
 

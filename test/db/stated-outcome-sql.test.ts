@@ -24,10 +24,11 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
   it('for every combination of kind, tool_is_error and tool_outcome, evaluated by the SQL function', async () => {
     const rows = await database.handle.withSession((session) =>
       session.query<{ i: number; stated: string | null }>(
-        `SELECT i::int AS i, stated_tool_outcome(e, o) AS stated
-           FROM unnest($1::int[], $2::boolean[], $3::text[]) AS c(i, e, o) ORDER BY i`,
+        `SELECT i::int AS i, stated_tool_outcome(k, e, o) AS stated
+           FROM unnest($1::int[], $2::text[], $3::boolean[], $4::text[]) AS c(i, k, e, o) ORDER BY i`,
         [
           combinations.map((_, i) => i),
+          combinations.map((c) => c.kind),
           combinations.map((c) => c.toolIsError),
           combinations.map((c) => c.toolOutcome),
         ],
@@ -39,7 +40,7 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
       if (!combination) throw new Error(`no combination ${row.i}`);
       expect({ ...combination, stated: row.stated }).toEqual({
         ...combination,
-        stated: statedOutcome(combination.toolIsError, combination.toolOutcome),
+        stated: statedOutcome(combination.kind, combination.toolIsError, combination.toolOutcome),
       });
     }
   });
@@ -90,16 +91,19 @@ describe.each(backendNames)('the boolean-first rule in SQL agrees with TypeScrip
       .orderBy(asc(runSteps.sequence));
     expect(read).toHaveLength(inserted);
     for (const row of read) {
-      expect(row.stated).toBe(statedOutcome(row.toolIsError, row.toolOutcome));
+      expect(row.stated).toBe(statedOutcome(row.kind, row.toolIsError, row.toolOutcome));
+      // A non-tool step states no outcome, whatever its boolean says.
+      if (row.kind !== 'tool') expect(row.stated).toBeNull();
     }
     const grouped = await db
       .select({ stated: statedOutcomeSql(), n: sql<number>`count(*)::int` })
       .from(runSteps)
       .groupBy(statedOutcomeSql());
+    // Only the tool step's rows state an outcome: its legacy pair (true, false) and its three typed ones.
     expect(Object.fromEntries(grouped.map((g) => [String(g.stated), g.n]))).toEqual({
-      null: STEP_KINDS.length,
-      ok: STEP_KINDS.length + 1,
-      failed: STEP_KINDS.length + 1,
+      null: STEP_KINDS.length + 2 * (STEP_KINDS.length - 1),
+      ok: 2,
+      failed: 2,
       cancelled: 1,
     });
   });

@@ -1,16 +1,27 @@
 import { describe, expect, it } from 'vitest';
 import { statedOutcome } from '../../src/domain/stated-outcome.ts';
+import { STEP_KINDS } from '../../src/domain/step-kind.ts';
 import { TOOL_OUTCOMES, type ToolOutcome } from '../../src/domain/tool-outcome.ts';
 
 describe('statedOutcome: the boolean-first rule', () => {
+  const nonToolKinds = STEP_KINDS.filter((kind) => kind !== 'tool');
+
+  it.each(nonToolKinds)('a %s step states no outcome, whatever its boolean and stored outcome', (kind) => {
+    for (const toolIsError of [null, true, false]) {
+      for (const toolOutcome of [null, ...TOOL_OUTCOMES]) {
+        expect(statedOutcome(kind, toolIsError, toolOutcome)).toBeNull();
+      }
+    }
+  });
+
   const outcomes = [null, ...TOOL_OUTCOMES] as const;
 
   it.each(outcomes)('toolIsError null states no outcome whatever the stored outcome (%s)', (toolOutcome) => {
-    expect(statedOutcome(null, toolOutcome)).toBeNull();
+    expect(statedOutcome('tool', null, toolOutcome)).toBeNull();
   });
 
   it('toolIsError null states no outcome even beside an unknown stored string', () => {
-    expect(statedOutcome(null, 'timeout')).toBeNull();
+    expect(statedOutcome('tool', null, 'timeout')).toBeNull();
   });
 
   const bothSet = [true, false].flatMap((toolIsError) =>
@@ -20,20 +31,20 @@ describe('statedOutcome: the boolean-first rule', () => {
   it.each(bothSet)(
     'toolIsError $toolIsError beside the stored outcome $toolOutcome states that outcome',
     ({ toolIsError, toolOutcome }) => {
-      expect(statedOutcome(toolIsError, toolOutcome)).toBe(toolOutcome);
+      expect(statedOutcome('tool', toolIsError, toolOutcome)).toBe(toolOutcome);
     },
   );
 
   it('toolIsError true with no stored outcome states failed', () => {
-    expect(statedOutcome(true, null)).toBe('failed');
+    expect(statedOutcome('tool', true, null)).toBe('failed');
   });
 
   it('toolIsError false with no stored outcome states ok', () => {
-    expect(statedOutcome(false, null)).toBe('ok');
+    expect(statedOutcome('tool', false, null)).toBe('ok');
   });
 
   it('a legacy error row is failed, never cancelled', () => {
-    expect(statedOutcome(true, null)).not.toBe('cancelled');
+    expect(statedOutcome('tool', true, null)).not.toBe('cancelled');
   });
 
   it('the full table', () => {
@@ -54,14 +65,14 @@ describe('statedOutcome: the boolean-first rule', () => {
     const actual = expected.map(([toolIsError, toolOutcome]) => [
       toolIsError,
       toolOutcome,
-      statedOutcome(toolIsError, toolOutcome),
+      statedOutcome('tool', toolIsError, toolOutcome),
     ]);
     expect(actual).toEqual(expected);
   });
 
   it.each([true, false])('an unknown stored string beside toolIsError %s throws', (toolIsError) => {
-    expect(() => statedOutcome(toolIsError, 'timeout')).toThrow(TypeError);
-    expect(() => statedOutcome(toolIsError, 'OK')).toThrow(/unknown stored tool outcome/);
-    expect(() => statedOutcome(toolIsError, '')).toThrow(TypeError);
+    expect(() => statedOutcome('tool', toolIsError, 'timeout')).toThrow(TypeError);
+    expect(() => statedOutcome('tool', toolIsError, 'OK')).toThrow(/unknown stored tool outcome/);
+    expect(() => statedOutcome('tool', toolIsError, '')).toThrow(TypeError);
   });
 });

@@ -58,13 +58,13 @@ builder.node(RunStepRef, {
       nullable: true,
       description:
         'The outcome this step states, by the boolean-first rule: null when toolIsError is null; else the stored outcome; else FAILED for true and OK for false (rows written before outcomes existed).',
-      resolve: (step) => statedOutcome(step.toolIsError, step.toolOutcome),
+      resolve: (step) => statedOutcome(step.kind, step.toolIsError, step.toolOutcome),
     }),
     outcomeLabel: t.string({
       nullable: true,
       args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
       resolve: (step, { locale }) => {
-        const outcome = statedOutcome(step.toolIsError, step.toolOutcome);
+        const outcome = statedOutcome(step.kind, step.toolIsError, step.toolOutcome);
         return outcome === null ? null : outcomeLabel(outcome, locale);
       },
     }),
