@@ -212,4 +212,36 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     await revokeApiKey(api.database.handle.db, key.slice(0, 10));
     expect(await ask(`Bearer ${key}`)).toEqual([401, 'UNAUTHENTICATED']);
   });
+
+  it('answers startRun with a taken uuid the same whoever took it: no owner, configuration or status is told', async () => {
+    const startWith = (uuid: string, configuration: string, as: AskAs) =>
+      api.query(
+        `mutation ($u: String!, $c: String!) { startRun(input: { uuid: $u, configuration: $c }) {
+          __typename ... on Error { code message } ... on MutationStartRunSuccess { data { uuid owner } } } }`,
+        { u: uuid, c: configuration },
+        as,
+      );
+    const before = await api.database.handle.db.select().from(runs);
+    // bob asks for alice's run's uuid, with her configuration and with another one;
+    // alice asks for her own uuid with another configuration.
+    const takenByOther = await startWith(runA, 'vis', bob);
+    const takenByOtherElsewise = await startWith(runA, 'other', bob);
+    const takenByCaller = await startWith(runA, 'other', alice);
+    expect(takenByOther.data).toEqual({
+      startRun: {
+        __typename: 'RunAlreadyExistsError',
+        code: 'RUN_ALREADY_EXISTS',
+        message: expect.any(String),
+      },
+    });
+    expect(JSON.stringify(takenByOther)).toBe(JSON.stringify(takenByCaller));
+    expect(JSON.stringify(takenByOtherElsewise)).toBe(JSON.stringify(takenByCaller));
+    expect(JSON.stringify(takenByOther)).not.toMatch(/alice|vis"/);
+    // Nothing written, and only the owner's retry with the same configuration returns the run.
+    expect(await api.database.handle.db.select().from(runs)).toEqual(before);
+    const retry = await startWith(runA, 'vis', alice);
+    expect(retry.data).toMatchObject({
+      startRun: { __typename: 'MutationStartRunSuccess', data: { uuid: runA } },
+    });
+  });
 });
