@@ -3,6 +3,7 @@ import { actorForKey } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { type Actor, can, type Permission } from '../domain/permissions.ts';
 import type { InFlightCalls } from '../mcp/in-flight-calls.ts';
+import type { McpPolicy } from '../mcp/outbound-policy.ts';
 import { ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
@@ -13,6 +14,8 @@ export interface Context {
   actor: Actor;
   /** Tool calls on the wire in this process, by run. */
   calls: InFlightCalls;
+  /** The operator's MCP settings: hosts, programs, environment. */
+  mcp: McpPolicy;
 }
 
 function unauthenticated(message: string): GraphQLError {
@@ -38,9 +41,10 @@ export async function createContext(
   handle: DatabaseHandle,
   request: Request,
   calls: InFlightCalls,
+  mcp: McpPolicy,
 ): Promise<Context> {
   const actor = await authenticate(handle, request);
-  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls };
+  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls, mcp };
 }
 
 export function forbidden(permission: Permission): GraphQLError {
