@@ -16,6 +16,7 @@ import {
   uuid,
 } from 'drizzle-orm/pg-core';
 import { DURATION_BUCKETS } from '../src/domain/duration-histogram.ts';
+import type { McpHeader } from '../src/domain/mcp-server.ts';
 import type { JsonObject } from '../src/domain/run-step.ts';
 
 /**
@@ -168,7 +169,7 @@ export const apiKeys = pgTable(
   ],
 );
 
-/** MCP servers tools can be called on (migrations/0007). */
+/** MCP servers tools can be called on (migrations/0007, 0009). */
 export const mcpServers = pgTable(
   'mcp_servers',
   {
@@ -178,6 +179,8 @@ export const mcpServers = pgTable(
     url: text('url'),
     command: text('command'),
     args: text('args').array().notNull().default(sql`'{}'::text[]`),
+    /** Header references (migrations/0009): values like `Bearer env:NAME`, never the secret. */
+    headers: jsonb('headers').$type<McpHeader[]>().notNull().default(sql`'[]'::jsonb`),
     lastContactAt: timestamp('last_contact_at', { withTimezone: true }),
     lastLatencyMs: integer('last_latency_ms'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
@@ -188,6 +191,8 @@ export const mcpServers = pgTable(
       'mcp_servers_endpoint',
       sql`(${t.transport} = 'streamable-http') = (${t.url} is not null) and (${t.transport} = 'stdio') = (${t.command} is not null)`,
     ),
+    check('mcp_servers_headers_array', sql`jsonb_typeof(${t.headers}) = 'array'`),
+    check('mcp_servers_stdio_headers', sql`${t.transport} = 'streamable-http' or ${t.headers} = '[]'::jsonb`),
   ],
 );
 

@@ -6,6 +6,8 @@ import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
+import { McpPolicy } from './mcp/outbound-policy.ts';
+import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
@@ -13,18 +15,26 @@ export interface ServerOptions {
   graphiql?: boolean;
   /** Tool calls on the wire, which cancelRun cuts off. */
   calls?: InFlightCalls;
+  /** Which MCP hosts and programs are allowed; default: from the environment (RUNLEDGER_MCP_*). */
+  mcp?: McpSettings;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
 /** The GraphQL server, built without listening: tests call `server.fetch`. */
-export function createServer({ handle, graphiql, calls = new InFlightCalls() }: ServerOptions): Server {
+export function createServer({
+  handle,
+  graphiql,
+  calls = new InFlightCalls(),
+  mcp = mcpSettingsFromEnv(),
+}: ServerOptions): Server {
+  const policy = new McpPolicy(mcp);
   // In production: no GraphiQL, no introspection, no field suggestions.
   const production = process.env.NODE_ENV === 'production';
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request, calls),
+    context: ({ request }) => createContext(handle, request, calls, policy),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError },
     healthCheckEndpoint: '/health',

@@ -2,7 +2,15 @@ import { asc, eq } from 'drizzle-orm';
 import { mcpServers } from '../../drizzle/schema.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { checkName } from '../domain/limits.ts';
-import type { McpServerConfig, McpTransportKind } from '../domain/mcp-server.ts';
+import {
+  checkHeaders,
+  LITERAL_CREDENTIAL,
+  type McpHeader,
+  type McpServerConfig,
+  type McpTransportKind,
+} from '../domain/mcp-server.ts';
+import type { McpPolicy } from '../mcp/outbound-policy.ts';
+import { McpFault } from '../mcp/transport-error.ts';
 import type { Database } from './connection.ts';
 
 export type McpServerRow = typeof mcpServers.$inferSelect;
@@ -13,6 +21,7 @@ export interface McpServerInput {
   url?: string | null;
   command?: string | null;
   args?: readonly string[] | null;
+  headers?: readonly McpHeader[] | null;
 }
 
 const serverNotFound = (identifier: string) =>
@@ -44,17 +53,50 @@ function checkedEndpoint(input: McpServerInput) {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
       throw new InvalidInputError('VALUE_INVALID', 'url must be http or https', 'url');
     }
+    if (parsed.username || parsed.password) {
+      throw new InvalidInputError(
+        LITERAL_CREDENTIAL,
+        'url may not hold a user or password: send credentials in headers, as env:NAME references',
+        'url',
+      );
+    }
     if (input.command != null)
       throw new InvalidInputError('VALUE_INVALID', 'a streamable-http server has no command', 'command');
-    return { transport: input.transport, url, command: null, args: [] as string[] };
+    const headers = checkHeaders(input.headers ?? []);
+    return { transport: input.transport, url, command: null, args: [] as string[], headers };
   }
   const command = checkName(input.command ?? '', 'command', 1_000);
   if (input.url != null) throw new InvalidInputError('VALUE_INVALID', 'a stdio server has no url', 'url');
-  return { transport: input.transport, url: null, command, args };
+  if (input.headers?.length)
+    throw new InvalidInputError('VALUE_INVALID', 'a stdio server has no headers', 'headers');
+  return { transport: input.transport, url: null, command, args, headers: [] as McpHeader[] };
 }
 
-export async function registerMcpServer(db: Database, input: McpServerInput): Promise<McpServerRow> {
+type Endpoint = ReturnType<typeof checkedEndpoint>;
+
+/**
+ * Refuses what the operator's settings refuse: a host (looked up now, every
+ * address checked) or a program. Checked again at every call, since settings
+ * and DNS answers change.
+ */
+async function refuseUnlessAllowed(endpoint: Endpoint, policy: McpPolicy): Promise<void> {
+  if (endpoint.url !== null) {
+    const { refusal } = await policy.resolveHost(new URL(endpoint.url).hostname);
+    if (refusal) throw new InvalidInputError(McpFault.RefusedHost, `refused host: ${refusal}`, 'url');
+  }
+  if (endpoint.command !== null) {
+    const refusal = policy.commandRefusal(endpoint.command, endpoint.args);
+    if (refusal) throw new InvalidInputError(McpFault.RefusedCommand, refusal, 'command');
+  }
+}
+
+export async function registerMcpServer(
+  db: Database,
+  input: McpServerInput,
+  policy: McpPolicy,
+): Promise<McpServerRow> {
   const endpoint = checkedEndpoint(input);
+  await refuseUnlessAllowed(endpoint, policy);
   const [row] = await db
     .insert(mcpServers)
     .values({ identifier: input.identifier, ...endpoint })
@@ -70,8 +112,13 @@ export async function registerMcpServer(db: Database, input: McpServerInput): Pr
   return row;
 }
 
-export async function updateMcpServer(db: Database, input: McpServerInput): Promise<McpServerRow> {
+export async function updateMcpServer(
+  db: Database,
+  input: McpServerInput,
+  policy: McpPolicy,
+): Promise<McpServerRow> {
   const endpoint = checkedEndpoint(input);
+  await refuseUnlessAllowed(endpoint, policy);
   const [row] = await db
     .update(mcpServers)
     .set(endpoint)
@@ -100,6 +147,7 @@ export async function findMcpServer(db: Database, identifier: string): Promise<M
     url: row.url,
     command: row.command,
     args: row.args,
+    headers: row.headers,
   };
 }
 

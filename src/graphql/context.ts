@@ -4,6 +4,7 @@ import type { DatabaseHandle } from '../db/connection.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { type Actor, can, type Permission } from '../domain/permissions.ts';
 import type { InFlightCalls } from '../mcp/in-flight-calls.ts';
+import type { McpPolicy } from '../mcp/outbound-policy.ts';
 import { databaseUnavailable, ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
@@ -14,6 +15,8 @@ export interface Context {
   actor: Actor;
   /** Tool calls on the wire in this process, by run. */
   calls: InFlightCalls;
+  /** The operator's MCP settings: hosts, programs, environment. */
+  mcp: McpPolicy;
 }
 
 function unauthenticated(message: string): GraphQLError {
@@ -45,9 +48,10 @@ export async function createContext(
   handle: DatabaseHandle,
   request: Request,
   calls: InFlightCalls,
+  mcp: McpPolicy,
 ): Promise<Context> {
   const actor = await authenticate(handle, request);
-  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls };
+  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls, mcp };
 }
 
 export function forbidden(permission: Permission): GraphQLError {

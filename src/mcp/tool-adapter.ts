@@ -6,10 +6,12 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
-import type { McpServerConfig } from '../domain/mcp-server.ts';
+import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolResult } from '../domain/tool-result.ts';
-import { McpTransportError } from './transport-error.ts';
+import { GuardedFetch } from './guarded-fetch.ts';
+import type { McpPolicy } from './outbound-policy.ts';
+import { type McpFaultCode, McpTransportError } from './transport-error.ts';
 
 /** How long a cut-off call's connection stays open for its cancellation to reach the server. */
 const CANCEL_GRACE_MS = 1_000;
@@ -19,22 +21,52 @@ export interface ToolCallOutcome {
   /** True when the server answered at all (an isError answer included). */
   answered: boolean;
   latencyMs: number;
+  /** The stable code of the fault when the call did not come back ok or isError; null otherwise. */
+  fault: McpFaultCode | null;
 }
 
-function transportFor(server: McpServerConfig): Transport {
+/** The value of each header, read from the environment now: a reference, never a stored secret. */
+function resolvedHeaders(server: McpServerConfig): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const { name, value } of server.headers) {
+    const reference = parseCredentialReference(value);
+    if (!reference) throw McpTransportError.missingCredential(`header ${name}`);
+    const secret = process.env[reference.variable];
+    if (!secret) throw McpTransportError.unsetCredential(name, reference.variable);
+    headers[name] = reference.scheme ? `${reference.scheme} ${secret}` : secret;
+  }
+  return headers;
+}
+
+/** The transport, if the operator's settings allow this server: checked at every call, not only at registration. */
+function transportFor(server: McpServerConfig, policy: McpPolicy, guard: GuardedFetch): Transport {
   if (server.transport === 'stdio') {
     if (!server.command) throw McpTransportError.transportFailure(`${server.identifier} has no command`);
-    return new StdioClientTransport({ command: server.command, args: [...server.args], stderr: 'ignore' });
+    const refusal = policy.commandRefusal(server.command, server.args);
+    if (refusal) throw McpTransportError.refusedCommand(refusal);
+    return new StdioClientTransport({
+      command: server.command,
+      args: [...server.args],
+      env: policy.childEnvironment(),
+      stderr: 'ignore',
+    });
   }
-  const url = new URL(server.url ?? '');
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw McpTransportError.refusedHost(url.toString());
-  return new StreamableHTTPClientTransport(url);
+  return new StreamableHTTPClientTransport(new URL(server.url ?? ''), {
+    fetch: guard.fetch,
+    requestInit: { headers: resolvedHeaders(server) },
+  });
 }
 
 /** What went wrong, as one transport error. Which signal fired decides cancel against deadline. */
-function asTransportError(error: unknown, cancel: AbortSignal, deadline: AbortSignal, timeoutMs: number) {
+function asTransportError(
+  error: unknown,
+  cancel: AbortSignal,
+  deadline: AbortSignal,
+  timeoutMs: number,
+  guard: GuardedFetch,
+) {
   if (error instanceof McpTransportError) return error;
+  if (guard.refusal) return guard.refusal;
   if (cancel.aborted) return McpTransportError.forCancelledCall();
   if (deadline.aborted) return McpTransportError.exhaustedDeadline(timeoutMs);
   if (error instanceof StreamableHTTPError) {
@@ -89,16 +121,17 @@ export async function callMcpTool(
   server: McpServerConfig,
   tool: string,
   args: Record<string, unknown>,
-  options: { signal: AbortSignal; timeoutMs: number },
+  options: { signal: AbortSignal; timeoutMs: number; policy: McpPolicy },
 ): Promise<ToolCallOutcome> {
   const started = performance.now();
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = AbortSignal.any([options.signal, deadline]);
   const client = new Client({ name: 'runledger', version: '0.1.0' });
+  const guard = new GuardedFetch(options.policy);
   let answered = false;
   try {
     if (signal.aborted) throw McpTransportError.forCancelledCall();
-    const transport = transportFor(server);
+    const transport = transportFor(server, options.policy, guard);
     const aborted = new Promise<never>((_, reject) => {
       signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
     });
@@ -110,13 +143,18 @@ export async function callMcpTool(
       timeout: options.timeoutMs,
     })) as CallAnswer;
     answered = true;
-    return { result: fromAnswer(answer), answered, latencyMs: Math.round(performance.now() - started) };
+    return {
+      result: fromAnswer(answer),
+      answered,
+      latencyMs: Math.round(performance.now() - started),
+      fault: null,
+    };
   } catch (error) {
-    const fault = asTransportError(error, options.signal, deadline, options.timeoutMs);
+    const fault = asTransportError(error, options.signal, deadline, options.timeoutMs, guard);
     const result = fault.isCancellation()
       ? ToolResult.cancelled(fault.message)
       : ToolResult.failed(fault.message);
-    return { result, answered, latencyMs: Math.round(performance.now() - started) };
+    return { result, answered, latencyMs: Math.round(performance.now() - started), fault: fault.code };
   } finally {
     if (options.signal.aborted) {
       // The SDK sends MCP's notifications/cancelled as the call is aborted; closing at once could cut

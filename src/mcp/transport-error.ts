@@ -1,6 +1,7 @@
 /** Stable codes of the MCP transport's faults. */
 export const McpFault = {
   RefusedHost: 'MCP_REFUSED_HOST',
+  RefusedCommand: 'MCP_REFUSED_COMMAND',
   TransportFailure: 'MCP_TRANSPORT_FAILURE',
   HttpStatus: 'MCP_HTTP_STATUS',
   MalformedResponse: 'MCP_MALFORMED_RESPONSE',
@@ -44,11 +45,14 @@ export class McpTransportError extends Error {
     return this.#cancellation;
   }
 
-  static refusedHost(url: string): McpTransportError {
-    return new McpTransportError(
-      McpFault.RefusedHost,
-      `refused to contact ${clipRemoteText(url)}: only http and https are allowed`,
-    );
+  /** The operator's settings do not let this host be contacted; `reason` says why. */
+  static refusedHost(reason: string): McpTransportError {
+    return new McpTransportError(McpFault.RefusedHost, `refused host: ${clipRemoteText(reason)}`);
+  }
+
+  /** The operator's settings do not let this program be started. */
+  static refusedCommand(reason: string): McpTransportError {
+    return new McpTransportError(McpFault.RefusedCommand, `refused command: ${clipRemoteText(reason)}`);
   }
 
   static transportFailure(detail: string): McpTransportError {
@@ -76,6 +80,14 @@ export class McpTransportError extends Error {
 
   static missingCredential(server: string): McpTransportError {
     return new McpTransportError(McpFault.MissingCredential, `no credential for ${clipRemoteText(server)}`);
+  }
+
+  /** A header references an environment variable that is not set: named, its value never shown. */
+  static unsetCredential(header: string, variable: string): McpTransportError {
+    return new McpTransportError(
+      McpFault.MissingCredential,
+      `no credential for header ${header}: the environment variable ${variable} is not set`,
+    );
   }
 
   static exhaustedDeadline(timeoutMs: number): McpTransportError {

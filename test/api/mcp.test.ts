@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { McpTransportError } from '../../src/mcp/transport-error.ts';
-import { openTestApi, type TestApi } from '../support/api.ts';
+import { openTestApi, STDIO_TOOL_SERVER, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
 
@@ -87,8 +87,8 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
     await register({
       identifier: 'stdio-tools',
       transport: 'STDIO',
-      command: process.execPath,
-      args: ['--import', 'tsx', 'test/support/mcp-stdio-tool-server.ts', '--cancel-log', cancelLog],
+      command: STDIO_TOOL_SERVER[0],
+      args: [...STDIO_TOOL_SERVER.slice(1), '--cancel-log', cancelLog],
     });
     await register({ identifier: 'down', transport: 'STREAMABLE_HTTP', url: 'http://127.0.0.1:9/mcp' });
   }, 60_000);

@@ -1,15 +1,38 @@
 import type { ExecutionResult } from 'graphql';
 import { createApiKey } from '../../src/db/api-keys.ts';
 import { PERMISSIONS, type Permission } from '../../src/domain/permissions.ts';
+import type { McpSettings } from '../../src/mcp/settings.ts';
 import { createServer, type Server } from '../../src/server.ts';
 
 /** Who asks: an actor (default alice) and its permissions (default: all). */
 export interface AskAs {
   actor?: string;
   permissions?: readonly Permission[];
+  /** The server to ask (default: the test API's own); one on the same database with other settings. */
+  server?: Server;
 }
 
+/** The stdio tool server the tests start, as a program and its leading arguments. */
+export const STDIO_TOOL_SERVER = [
+  process.execPath,
+  '--import',
+  'tsx',
+  'test/support/mcp-stdio-tool-server.ts',
+];
+
+/** What the tests' own MCP servers need: loopback, and the stdio tool server. */
+export const TEST_MCP_SETTINGS: McpSettings = {
+  allowedHosts: ['127.0.0.1', '::1'],
+  stdioCommands: [STDIO_TOOL_SERVER],
+  stdioEnv: [],
+};
+
 import { type BackendName, type OpenTestOptions, openTestDatabase, type TestDatabase } from './databases.ts';
+
+export interface OpenTestApiOptions extends OpenTestOptions {
+  /** MCP settings of the server (default: TEST_MCP_SETTINGS). */
+  mcp?: McpSettings;
+}
 
 export interface TestApi {
   database: TestDatabase;
@@ -25,9 +48,13 @@ export interface TestApi {
   dispose(): Promise<void>;
 }
 
-export async function openTestApi(backend: BackendName, options: OpenTestOptions = {}): Promise<TestApi> {
+export async function openTestApi(backend: BackendName, options: OpenTestApiOptions = {}): Promise<TestApi> {
   const database = await openTestDatabase(backend, options);
-  const server = createServer({ handle: database.handle, graphiql: false });
+  const server = createServer({
+    handle: database.handle,
+    graphiql: false,
+    mcp: options.mcp ?? TEST_MCP_SETTINGS,
+  });
   const keys = new Map<string, Promise<string>>();
   const keyFor = (actor = 'alice', permissions: readonly Permission[] = PERMISSIONS) => {
     const id = `${actor}:${[...permissions].sort().join(',')}`;
@@ -44,7 +71,7 @@ export async function openTestApi(backend: BackendName, options: OpenTestOptions
     keyFor,
     async query<Data>(query: string, variables?: Record<string, unknown>, options: AskAs = {}) {
       const key = await keyFor(options.actor, options.permissions);
-      const response = await server.fetch('http://runledger.test/graphql', {
+      const response = await (options.server ?? server).fetch('http://runledger.test/graphql', {
         method: 'POST',
         headers: {
           'content-type': 'application/json',

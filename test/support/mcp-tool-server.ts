@@ -42,6 +42,13 @@ export function buildToolServer(onCancelled: (tool: string) => void): McpServer 
         });
       }),
   );
+  server.registerTool(
+    'env-names',
+    { description: 'Names of the variables in its environment.' },
+    async () => ({
+      content: [{ type: 'text', text: Object.keys(process.env).sort().join('\n') }],
+    }),
+  );
   return server;
 }
 
@@ -55,14 +62,18 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
 export interface HttpToolServer {
   url: string;
   cancellations: string[];
+  /** The Authorization header of every request that reached it ('' when none). */
+  authorizations: string[];
   close(): Promise<void>;
 }
 
 /** The tool server over Streamable HTTP on loopback, one session per client. */
 export async function startHttpToolServer(): Promise<HttpToolServer> {
   const cancellations: string[] = [];
+  const authorizations: string[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http: Server = createServer(async (request, response) => {
+    authorizations.push(request.headers.authorization ?? '');
     try {
       const body = request.method === 'POST' ? await readBody(request) : undefined;
       const sessionId = request.headers['mcp-session-id'];
@@ -90,6 +101,7 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     cancellations,
+    authorizations,
     close: async () => {
       for (const transport of sessions.values()) await transport.close();
       http.closeAllConnections();

@@ -9,10 +9,12 @@ import {
 } from '../../db/mcp-servers.ts';
 import { InvalidInputError, RunNotFoundError, RunTerminalError } from '../../domain/errors.ts';
 import { checkInteger, checkJson, checkName, Limits } from '../../domain/limits.ts';
+import type { McpHeader } from '../../domain/mcp-server.ts';
+import { can } from '../../domain/permissions.ts';
 import { isTerminalStatus, type RunStatus } from '../../domain/run-status.ts';
 import { callMcpTool } from '../../mcp/tool-adapter.ts';
 import { builder } from '../builder.ts';
-import { requirePermission } from '../context.ts';
+import { type Context, forbidden, requirePermission } from '../context.ts';
 import { STEP_ERRORS } from './errors.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RecordedSteps, record, runUuidOf } from './recording.ts';
@@ -21,17 +23,53 @@ const McpTransportEnum = builder.enumType('McpTransport', {
   values: { STREAMABLE_HTTP: { value: 'streamable-http' }, STDIO: { value: 'stdio' } } as const,
 });
 
+const McpHeaderRef = builder.objectRef<McpHeader>('McpHeader').implement({
+  description:
+    'A header sent to the server. The value is a reference to the service environment, never the secret.',
+  fields: (t) => ({
+    name: t.exposeString('name'),
+    value: t.exposeString('value', { description: 'env:NAME, or an auth scheme and env:NAME.' }),
+  }),
+});
+
+/** A server's configuration (where secrets live) is for those who manage servers: null and FORBIDDEN for others. */
+function configuration<T>(context: Context, value: T): T {
+  requirePermission(context, 'manage_servers');
+  return value;
+}
+
+const CONFIGURATION = 'Needs manage_servers: null with a FORBIDDEN error otherwise.';
+
 const McpServerRef = builder.objectRef<McpServerRow>('McpServer').implement({
-  description: 'An MCP server tools can be called on inside a run.',
+  description:
+    'An MCP server tools can be called on inside a run. Identifier, transport and statistics are for anyone who may read runs; the configuration (url, command, args, headers) only for manage_servers.',
   fields: (t) => ({
     identifier: t.exposeString('identifier'),
     transport: t.field({
       type: McpTransportEnum,
       resolve: (server) => server.transport as 'streamable-http' | 'stdio',
     }),
-    url: t.exposeString('url', { nullable: true }),
-    command: t.exposeString('command', { nullable: true }),
-    args: t.exposeStringList('args'),
+    url: t.string({
+      nullable: true,
+      description: `For STREAMABLE_HTTP: the endpoint. ${CONFIGURATION}`,
+      resolve: (server, _args, context) => configuration(context, server.url),
+    }),
+    command: t.string({
+      nullable: true,
+      description: `For STDIO: the program. ${CONFIGURATION}`,
+      resolve: (server, _args, context) => configuration(context, server.command),
+    }),
+    args: t.stringList({
+      nullable: true,
+      description: `For STDIO: its arguments. ${CONFIGURATION}`,
+      resolve: (server, _args, context) => configuration(context, server.args),
+    }),
+    headers: t.field({
+      type: [McpHeaderRef],
+      nullable: true,
+      description: `For STREAMABLE_HTTP: the headers sent, as references. ${CONFIGURATION}`,
+      resolve: (server, _args, context) => configuration(context, server.headers),
+    }),
     lastContactAt: t.expose('lastContactAt', {
       type: 'DateTime',
       nullable: true,
@@ -46,6 +84,13 @@ const McpServerRef = builder.objectRef<McpServerRow>('McpServer').implement({
   }),
 });
 
+const McpHeaderInput = builder.inputType('McpHeaderInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    value: t.string({ required: true, description: 'env:NAME, or an auth scheme and env:NAME.' }),
+  }),
+});
+
 const McpServerInput = builder.inputType('McpServerInput', {
   fields: (t) => ({
     identifier: t.string({ required: true }),
@@ -53,6 +98,11 @@ const McpServerInput = builder.inputType('McpServerInput', {
     url: t.string({ description: 'For STREAMABLE_HTTP: the endpoint, http or https.' }),
     command: t.string({ description: 'For STDIO: the program to start.' }),
     args: t.stringList({ description: 'For STDIO: its arguments.' }),
+    headers: t.field({
+      type: [McpHeaderInput],
+      description:
+        'For STREAMABLE_HTTP: headers to send. Each value is env:NAME or an auth scheme and env:NAME (Bearer env:GITHUB_TOKEN), read from the service environment at each call; a literal value is refused (MCP_LITERAL_CREDENTIAL).',
+    }),
   }),
 });
 
@@ -74,8 +124,13 @@ const CallToolInput = builder.inputType('CallToolInput', {
 builder.queryFields((t) => ({
   mcpServers: t.field({
     type: [McpServerRef],
+    description:
+      'Registered servers, for anyone who may read runs (read_own_runs, read_all_runs) or manage servers.',
     resolve: (_root, _args, context) => {
-      if (!context.actor.permissions.has('manage_servers')) requirePermission(context, 'read_own_runs');
+      const reader = (['read_own_runs', 'read_all_runs', 'manage_servers'] as const).some((permission) =>
+        can(context.actor, permission),
+      );
+      if (!reader) throw forbidden('read_own_runs');
       return listMcpServers(context.db);
     },
   }),
@@ -88,7 +143,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: McpServerInput, required: true }) },
     resolve: (_root, { input }, context) => {
       requirePermission(context, 'manage_servers');
-      return registerMcpServer(context.db, input);
+      return registerMcpServer(context.db, input, context.mcp);
     },
   }),
   updateMcpServer: t.field({
@@ -97,7 +152,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: McpServerInput, required: true }) },
     resolve: (_root, { input }, context) => {
       requirePermission(context, 'manage_servers');
-      return updateMcpServer(context.db, input);
+      return updateMcpServer(context.db, input, context.mcp);
     },
   }),
   removeMcpServer: t.field({
@@ -137,7 +192,11 @@ builder.mutationFields((t) => ({
       const controller = context.calls.begin(runUuid);
       let outcome: Awaited<ReturnType<typeof callMcpTool>>;
       try {
-        outcome = await callMcpTool(server, toolName, args, { signal: controller.signal, timeoutMs });
+        outcome = await callMcpTool(server, toolName, args, {
+          signal: controller.signal,
+          timeoutMs,
+          policy: context.mcp,
+        });
       } finally {
         context.calls.end(runUuid, controller);
       }

@@ -1,0 +1,85 @@
+import type { LookupAddress, LookupOptions } from 'node:dns';
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { bareHost, type McpPolicy, normaliseAddress } from './outbound-policy.ts';
+import { McpTransportError } from './transport-error.ts';
+
+/**
+ * A fetch that connects only where the policy allows, for one MCP call.
+ * Every request opens its own connection (no keep-alive agent), and that
+ * connection's DNS lookup is the one checked: the addresses the policy
+ * accepted are the addresses the socket is given, so a name cannot resolve
+ * to one address for the check and another for the connection. An IP literal
+ * needs no lookup and is checked as it stands. Redirects are not followed
+ * here (the SDK follows same-origin ones, through this fetch again).
+ */
+export class GuardedFetch {
+  /** The first refusal, kept: the SDK may wrap the error it sees. */
+  refusal: McpTransportError | null = null;
+
+  constructor(private readonly policy: McpPolicy) {}
+
+  readonly fetch: FetchLike = async (input, init = {}) => {
+    const url = new URL(input instanceof URL ? input.href : input);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw this.#refuse(`${url.protocol} is neither http nor https`);
+    }
+    const host = bareHost(url.hostname);
+    if (normaliseAddress(host)) {
+      const refusal = this.policy.hostRefusal(host, [host]);
+      if (refusal) throw this.#refuse(refusal);
+    }
+    const body = init.body ?? undefined;
+    if (body !== undefined && typeof body !== 'string') {
+      throw McpTransportError.transportFailure('a request body that is not text');
+    }
+    const options: RequestOptions = {
+      method: init.method ?? 'GET',
+      headers: Object.fromEntries(new Headers(init.headers)),
+      signal: init.signal ?? undefined,
+      lookup: this.#lookup,
+      agent: false,
+    };
+    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    return new Promise<Response>((resolve, reject) => {
+      const request = send(url, options, (response) => resolve(asResponse(response, options.method)));
+      request.on('error', (error) => reject(this.refusal ?? error));
+      request.end(body);
+    });
+  };
+
+  #refuse(reason: string): McpTransportError {
+    this.refusal ??= McpTransportError.refusedHost(reason);
+    return this.refusal;
+  }
+
+  /** The socket's lookup: resolve, check every address, hand over exactly those. */
+  readonly #lookup: LookupFunction = (hostname, options: LookupOptions, callback) => {
+    this.policy.resolveHost(hostname, typeof options.family === 'number' ? options.family : 0).then(
+      ({ addresses, refusal }) => {
+        if (refusal) return callback(this.#refuse(refusal), '', 0);
+        const [first] = addresses;
+        if (!first) return callback(new Error(`no address for ${hostname}`), '', 0);
+        if (options.all) return (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
+        callback(null, first.address, first.family);
+      },
+      (error: Error) => callback(error, '', 0),
+    );
+  };
+}
+
+function asResponse(response: IncomingMessage, method = 'GET'): Response {
+  const status = response.statusCode ?? 0;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+      headers.append(name, one);
+  }
+  const empty = method === 'HEAD' || status === 204 || status === 304;
+  if (empty) response.resume();
+  const body = empty ? null : (Readable.toWeb(response) as unknown as ReadableStream<Uint8Array>);
+  return new Response(body, { status, statusText: response.statusMessage, headers });
+}
