@@ -1,3 +1,4 @@
+import { isStorableText } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 
 /** Limits on what a client may send; each refusal names the field. */
@@ -21,11 +22,25 @@ export const Limits = {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/**
+ * Names, keys and identifiers are refused, never repaired, when PostgreSQL cannot
+ * hold them as sent: two keys that differ only in a lone surrogate would
+ * otherwise become one.
+ */
+export function unstorable(field: string): InvalidInputError {
+  return new InvalidInputError(
+    'VALUE_INVALID',
+    `${field} is not well-formed Unicode, or holds U+0000`,
+    field,
+  );
+}
+
 export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
   if (value.length === 0) throw new InvalidInputError('VALUE_EMPTY', `${field} must not be empty`, field);
   if (value.length > maxLength) {
     throw new InvalidInputError('VALUE_TOO_LONG', `${field} is longer than ${maxLength} characters`, field);
   }
+  if (!isStorableText(value)) throw unstorable(field);
   if (CONTROL.test(value))
     throw new InvalidInputError('VALUE_INVALID', `${field} contains control characters`, field);
   return value;
