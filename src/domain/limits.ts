@@ -15,6 +15,13 @@ export const Limits = {
   maxBatchSteps: 1_000,
   maxTokens: 100_000_000,
   maxCost: 1_000_000,
+  /** The last sequence a run can hold: steps are numbered in a 32-bit integer column. */
+  maxSequence: 2_147_483_647,
+  /** A run's token totals: the largest integer every JSON client reads exactly (2^53 - 1). */
+  maxRunTokens: Number.MAX_SAFE_INTEGER,
+  /** The instants a DateTime may name: 1970-01-01T00:00:00.000Z ... 9999-12-31T23:59:59.999Z. */
+  earliestInstantMs: Date.UTC(1970, 0, 1),
+  latestInstantMs: Date.UTC(9999, 11, 31, 23, 59, 59, 999),
   /** How far in the future a client clock may place a step. */
   maxClockSkewMs: 5 * 60_000,
 } as const;
@@ -101,4 +108,21 @@ export function checkNotInFuture(value: Date, field: string, now: Date): Date {
     throw new InvalidInputError('VALUE_IN_FUTURE', `${field} is in the future`, field);
   }
   return value;
+}
+
+/** Whether an instant lies in the range every DateTime keeps to (1970-01-01 to 9999-12-31, UTC). */
+export function isInstantInRange(value: Date): boolean {
+  const ms = value.getTime();
+  return ms >= Limits.earliestInstantMs && ms <= Limits.latestInstantMs;
+}
+
+/** A run's token total once a request's tokens are added: refused past 2^53 - 1, so every client reads it exactly. */
+export function checkRunTokenTotal(total: number, added: number, field: string): void {
+  if (total + added > Limits.maxRunTokens) {
+    throw new InvalidInputError(
+      'VALUE_OUT_OF_RANGE',
+      `${field} would take the run past ${Limits.maxRunTokens} tokens`,
+      field,
+    );
+  }
 }

@@ -134,7 +134,7 @@ describe('RunStep refuses malformed values', () => {
     expectRefusal(() => new RunStep(props({ kind: 'TOOL' as unknown as StepKind })), StepRefusal.InvalidKind);
   });
 
-  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('sequence %s', (sequence) => {
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31])('sequence %s', (sequence) => {
     expectRefusal(() => new RunStep(props({ sequence })), StepRefusal.InvalidSequence);
   });
 
@@ -156,6 +156,13 @@ describe('RunStep refuses malformed values', () => {
       StepRefusal.InvalidOccurredAt,
     );
   });
+
+  it.each(['1969-12-31T23:59:59.999Z', '0000-01-01T00:00:00Z', '+010000-01-01T00:00:00Z'])(
+    'a date outside 1970..9999: %s',
+    (date) => {
+      expectRefusal(() => new RunStep(props({ occurredAt: new Date(date) })), StepRefusal.InvalidOccurredAt);
+    },
+  );
 
   it.each(STEP_KINDS.filter((kind) => kind !== 'tool_write'))('a write target on a %s step', (kind) => {
     expectRefusal(
