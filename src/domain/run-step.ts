@@ -1,5 +1,5 @@
 import { InvalidInputError } from './errors.ts';
-import { isInstantInRange, Limits } from './limits.ts';
+import { Limits } from './limits.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import { isStepKind, type StepKind } from './step-kind.ts';
 import { isErrorOutcome, isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
@@ -101,8 +101,8 @@ export class RunStep {
     if (!isNonNegativeInteger(props.durationMs)) {
       refuse(StepRefusal.InvalidDuration, 'durationMs must be a non-negative integer');
     }
-    if (!(props.occurredAt instanceof Date) || !isInstantInRange(props.occurredAt)) {
-      refuse(StepRefusal.InvalidOccurredAt, 'occurredAt must be a valid date from 1970 to 9999');
+    if (!(props.occurredAt instanceof Date) || Number.isNaN(props.occurredAt.getTime())) {
+      refuse(StepRefusal.InvalidOccurredAt, 'occurredAt must be a valid date');
     }
     const toolIsError = props.toolIsError ?? null;
     const toolOutcome = props.toolOutcome ?? null;

@@ -1,6 +1,7 @@
 import { boundToolResult, RepairCount, repairFacts, repairJson } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
-import { type JsonObject, RunStep } from './run-step.ts';
+import { isInstantInRange } from './limits.ts';
+import { type JsonObject, RunStep, StepInvariantError, StepRefusal } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import { isErrorOutcome, outcomeFromIsError } from './tool-outcome.ts';
 import { type JsonValue, ToolResult } from './tool-result.ts';
@@ -133,6 +134,10 @@ export class RunTrace {
   }
 
   #append(props: Omit<ConstructorParameters<typeof RunStep>[0], 'sequence'>): RunStep {
+    // New steps only: rows already stored are read back whatever their date.
+    if (props.occurredAt instanceof Date && !isInstantInRange(props.occurredAt)) {
+      throw new StepInvariantError(StepRefusal.InvalidOccurredAt, 'occurredAt must lie from 1970 to 9999');
+    }
     const step = new RunStep({ ...props, sequence: this.#nextSequence });
     this.#nextSequence += 1;
     this.#steps.push(step);
