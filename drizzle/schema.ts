@@ -35,7 +35,7 @@ export const runs = pgTable(
     rounds: integer('rounds').notNull().default(0),
     promptTokens: bigint('prompt_tokens', { mode: 'number' }).notNull().default(0),
     completionTokens: bigint('completion_tokens', { mode: 'number' }).notNull().default(0),
-    estimatedCost: numeric('estimated_cost', { precision: 18, scale: 6, mode: 'number' })
+    estimatedCost: numeric('estimated_cost', { precision: 22, scale: 6, mode: 'number' })
       .notNull()
       .default(0),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
@@ -120,12 +120,10 @@ export const stepRequests = pgTable(
 );
 
 /** Duration histogram columns d0..d64 of the daily rollup (see src/domain/duration-histogram.ts). */
+const durationColumn = (bucket: number) => bigint(`d${bucket}`, { mode: 'number' }).notNull().default(0);
 const durationColumns = Object.fromEntries(
-  Array.from({ length: DURATION_BUCKETS }, (_, bucket) => [
-    `d${bucket}`,
-    integer(`d${bucket}`).notNull().default(0),
-  ]),
-) as Record<`d${number}`, ReturnType<typeof integer>>;
+  Array.from({ length: DURATION_BUCKETS }, (_, bucket) => [`d${bucket}`, durationColumn(bucket)]),
+) as Record<`d${number}`, ReturnType<typeof durationColumn>>;
 
 /**
  * Tool calls per UTC day, server and tool, by outcome, with a duration
@@ -138,9 +136,9 @@ export const toolOutcomeDaily = pgTable(
     day: date('day', { mode: 'string' }).notNull(),
     server: text('server').notNull(),
     toolName: text('tool_name').notNull(),
-    ok: integer('ok').notNull().default(0),
-    failed: integer('failed').notNull().default(0),
-    cancelled: integer('cancelled').notNull().default(0),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
     ...durationColumns,
   },
   (t) => [

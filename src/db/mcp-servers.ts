@@ -129,6 +129,7 @@ export async function updateMcpServer(
 }
 
 export async function removeMcpServer(db: Database, identifier: string): Promise<McpServerRow> {
+  checkName(identifier, 'identifier', 100);
   const [row] = await db.delete(mcpServers).where(eq(mcpServers.identifier, identifier)).returning();
   if (!row) throw serverNotFound(identifier);
   return row;

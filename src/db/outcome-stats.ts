@@ -23,17 +23,18 @@ export type StatsStrategy = 'auto' | 'raw';
 
 const DAY_MS = 86_400_000;
 
+// Counts arrive as bigint (text or BigInt, by driver) and are read with Number().
 interface Row {
   server?: string;
   tool?: string;
   configuration?: string;
   owner?: string;
   bucket?: string | number | null;
-  ok: number;
-  failed: number;
-  cancelled: number;
+  ok: number | string | bigint;
+  failed: number | string | bigint;
+  cancelled: number | string | bigint;
   duration_bucket?: number;
-  histogram?: number[];
+  histogram?: Array<number | string | bigint>;
 }
 
 function inList(column: SQL, values: readonly string[] | null | undefined): SQL | null {
@@ -131,12 +132,12 @@ async function dailyCells(db: Database, query: StatsQuery, from: Date, to: Date)
   const histogram =
     (query.durations ?? true)
       ? sql.raw(
-          `, array[${Array.from({ length: DURATION_BUCKETS }, (_, i) => `sum(d${i})`).join(', ')}]::int[] as histogram`,
+          `, array[${Array.from({ length: DURATION_BUCKETS }, (_, i) => `sum(d${i})`).join(', ')}]::bigint[] as histogram`,
         )
       : sql``;
   const statement = sql`
     select ${sql.join([...keys, sql``], sql`, `)}
-           sum(ok)::int as ok, sum(failed)::int as failed, sum(cancelled)::int as cancelled
+           sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
            ${histogram}
       from tool_outcome_daily
      where ${sql.join(conditions, sql` and `)}

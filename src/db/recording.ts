@@ -1,6 +1,7 @@
 import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import { IdempotencyKeyReusedError, RunAlreadyExistsError, RunNotFoundError } from '../domain/errors.ts';
+import { checkRunTokenTotal } from '../domain/limits.ts';
 import { checkRunAcceptsSteps, checkRunCanEnd, checkTermination } from '../domain/run-lifecycle.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
 import type { RunStep } from '../domain/run-step.ts';
@@ -142,6 +143,10 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
       { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt },
       built,
     );
+    const promptTokens = sum(built, (s) => numberFact(s, 'promptTokens'));
+    const completionTokens = sum(built, (s) => numberFact(s, 'completionTokens'));
+    checkRunTokenTotal(run.promptTokens, promptTokens, 'model.promptTokens');
+    checkRunTokenTotal(run.completionTokens, completionTokens, 'model.completionTokens');
 
     const steps =
       built.length === 0
@@ -160,8 +165,8 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
       .update(runs)
       .set({
         rounds: sql`greatest(${runs.rounds}, ${Math.max(...built.map((s) => s.round))}::int)`,
-        promptTokens: sql`${runs.promptTokens} + ${sum(built, (s) => numberFact(s, 'promptTokens'))}::bigint`,
-        completionTokens: sql`${runs.completionTokens} + ${sum(built, (s) => numberFact(s, 'completionTokens'))}::bigint`,
+        promptTokens: sql`${runs.promptTokens} + ${promptTokens}::bigint`,
+        completionTokens: sql`${runs.completionTokens} + ${completionTokens}::bigint`,
         estimatedCost: sql`${runs.estimatedCost} + ${sum(built, (s) => numberFact(s, 'estimatedCost'))}::numeric`,
       })
       .where(eq(runs.id, run.id))

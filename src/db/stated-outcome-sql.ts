@@ -18,9 +18,13 @@ export function statedOutcomeSql(
   return sql<ToolOutcome | null>`stated_tool_outcome(${columns.kind}, ${columns.toolIsError}, ${columns.toolOutcome})`;
 }
 
-/** Tool calls counted by the outcome they state: the one way every count in SQL is made. */
+/**
+ * Tool calls counted by the outcome they state: the one way every count in SQL
+ * is made. bigint, as statistics over many runs can pass 2^31; read as numbers.
+ */
 export function outcomeTallySql(outcome: SQL<ToolOutcome | null>): Record<ToolOutcome, SQL<number>> {
-  const count = (value: ToolOutcome) => sql<number>`count(*) filter (where ${outcome} = ${value})::int`;
+  const count = (value: ToolOutcome) =>
+    sql<number>`count(*) filter (where ${outcome} = ${value})`.mapWith(Number);
   return {
     ok: count(ToolOutcome.Ok),
     failed: count(ToolOutcome.Failed),

@@ -1,3 +1,4 @@
+import { isStorableText } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 
 /** Limits on what a client may send; each refusal names the field. */
@@ -14,6 +15,13 @@ export const Limits = {
   maxBatchSteps: 1_000,
   maxTokens: 100_000_000,
   maxCost: 1_000_000,
+  /** The last sequence a run can hold: steps are numbered in a 32-bit integer column. */
+  maxSequence: 2_147_483_647,
+  /** A run's token totals: the largest integer every JSON client reads exactly (2^53 - 1). */
+  maxRunTokens: Number.MAX_SAFE_INTEGER,
+  /** The instants a DateTime may name: 1970-01-01T00:00:00.000Z ... 9999-12-31T23:59:59.999Z. */
+  earliestInstantMs: Date.UTC(1970, 0, 1),
+  latestInstantMs: Date.UTC(9999, 11, 31, 23, 59, 59, 999),
   /** How far in the future a client clock may place a step. */
   maxClockSkewMs: 5 * 60_000,
 } as const;
@@ -21,11 +29,25 @@ export const Limits = {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+/**
+ * Names, keys and identifiers are refused, never repaired, when PostgreSQL cannot
+ * hold them as sent: two keys that differ only in a lone surrogate would
+ * otherwise become one.
+ */
+export function unstorable(field: string): InvalidInputError {
+  return new InvalidInputError(
+    'VALUE_INVALID',
+    `${field} is not well-formed Unicode, or holds U+0000`,
+    field,
+  );
+}
+
 export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
   if (value.length === 0) throw new InvalidInputError('VALUE_EMPTY', `${field} must not be empty`, field);
   if (value.length > maxLength) {
     throw new InvalidInputError('VALUE_TOO_LONG', `${field} is longer than ${maxLength} characters`, field);
   }
+  if (!isStorableText(value)) throw unstorable(field);
   if (CONTROL.test(value))
     throw new InvalidInputError('VALUE_INVALID', `${field} contains control characters`, field);
   return value;
@@ -86,4 +108,21 @@ export function checkNotInFuture(value: Date, field: string, now: Date): Date {
     throw new InvalidInputError('VALUE_IN_FUTURE', `${field} is in the future`, field);
   }
   return value;
+}
+
+/** Whether an instant lies in the range every DateTime keeps to (1970-01-01 to 9999-12-31, UTC). */
+export function isInstantInRange(value: Date): boolean {
+  const ms = value.getTime();
+  return ms >= Limits.earliestInstantMs && ms <= Limits.latestInstantMs;
+}
+
+/** A run's token total once a request's tokens are added: refused past 2^53 - 1, so every client reads it exactly. */
+export function checkRunTokenTotal(total: number, added: number, field: string): void {
+  if (total + added > Limits.maxRunTokens) {
+    throw new InvalidInputError(
+      'VALUE_OUT_OF_RANGE',
+      `${field} would take the run past ${Limits.maxRunTokens} tokens`,
+      field,
+    );
+  }
 }

@@ -1,4 +1,5 @@
 import { InvalidInputError } from './errors.ts';
+import { Limits } from './limits.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import { isStepKind, type StepKind } from './step-kind.ts';
 import { isErrorOutcome, isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
@@ -89,8 +90,11 @@ export class RunStep {
 
   constructor(props: RunStepProps) {
     if (!isStepKind(props.kind)) refuse(StepRefusal.InvalidKind, `unknown step kind: ${String(props.kind)}`);
-    if (!Number.isSafeInteger(props.sequence) || props.sequence < 1) {
-      refuse(StepRefusal.InvalidSequence, 'sequence must be a positive integer');
+    if (!Number.isSafeInteger(props.sequence) || props.sequence < 1 || props.sequence > Limits.maxSequence) {
+      refuse(
+        StepRefusal.InvalidSequence,
+        `sequence must be an integer from 1 to ${Limits.maxSequence}: a run holds at most that many steps`,
+      );
     }
     if (!isNonNegativeInteger(props.round))
       refuse(StepRefusal.InvalidRound, 'round must be a non-negative integer');

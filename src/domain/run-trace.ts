@@ -1,6 +1,7 @@
-import { boundToolResult } from './bounding.ts';
+import { boundToolResult, RepairCount, repairFacts, repairJson } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
-import { type JsonObject, RunStep } from './run-step.ts';
+import { isInstantInRange } from './limits.ts';
+import { type JsonObject, RunStep, StepInvariantError, StepRefusal } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import { isErrorOutcome, outcomeFromIsError } from './tool-outcome.ts';
 import { type JsonValue, ToolResult } from './tool-result.ts';
@@ -82,20 +83,26 @@ export class RunTrace {
         'kind',
       );
     }
+    const repairs = new RepairCount();
+    const payload = repairJson(step.payload ?? {}, repairs);
+    const metadata = repairJson(step.metadata ?? {}, repairs);
     return this.#append({
       kind: step.kind,
       round: step.round,
       durationMs: step.durationMs,
       occurredAt: step.occurredAt ?? this.#clock(),
-      payload: step.payload ?? {},
-      metadata: step.metadata ?? {},
+      payload,
+      metadata: { ...metadata, ...repairFacts(repairs) },
     });
   }
 
   #recordToolCall(call: ToolCall, unbounded: ToolResult): RunStep[] {
-    const result = boundToolResult(unbounded);
+    // Output, artifacts and arguments are stored repaired (bounding.ts), and the step says how much was.
+    const repairs = new RepairCount();
+    const result = boundToolResult(unbounded, repairs);
+    const args = repairJson(call.arguments, repairs);
     const occurredAt = call.occurredAt ?? this.#clock();
-    const argumentsJson = JSON.stringify(call.arguments) ?? 'null';
+    const argumentsJson = JSON.stringify(args) ?? 'null';
     const toolStep = this.#append({
       kind: 'tool',
       round: call.round,
@@ -105,11 +112,12 @@ export class RunTrace {
       server: call.server,
       toolOutcome: result.outcome,
       toolIsError: isErrorOutcome(result.outcome),
-      payload: { arguments: call.arguments, content: result.content, artifacts: [...result.artifacts] },
+      payload: { arguments: args, content: result.content, artifacts: [...result.artifacts] },
       metadata: {
         argumentsBytes: byteLength(argumentsJson),
         contentBytes: byteLength(result.content),
         artifactCount: result.artifacts.length,
+        ...repairFacts(repairs),
       },
     });
     if (!result.writeTarget) return [toolStep];
@@ -126,6 +134,10 @@ export class RunTrace {
   }
 
   #append(props: Omit<ConstructorParameters<typeof RunStep>[0], 'sequence'>): RunStep {
+    // New steps only: rows already stored are read back whatever their date.
+    if (props.occurredAt instanceof Date && !isInstantInRange(props.occurredAt)) {
+      throw new StepInvariantError(StepRefusal.InvalidOccurredAt, 'occurredAt must lie from 1970 to 9999');
+    }
     const step = new RunStep({ ...props, sequence: this.#nextSequence });
     this.#nextSequence += 1;
     this.#steps.push(step);

@@ -1,5 +1,6 @@
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
@@ -117,6 +118,47 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     ],
     ['an invalid UUID', () => query('{ run(uuid: "12345") { id } }'), 200, 'BAD_USER_INPUT'],
     [
+      'a DateTime in year 0',
+      () => query('{ runs(filter: { createdAfter: "0000-01-01T00:00:00Z" }) { edges { cursor } } }'),
+      200,
+      'BAD_USER_INPUT',
+    ],
+    [
+      'a date that does not exist',
+      () =>
+        query('query ($d: DateTime) { runs(filter: { createdBefore: $d }) { edges { cursor } } }', {
+          d: '2026-02-30T00:00:00Z',
+        }),
+      400,
+      'BAD_USER_INPUT',
+    ],
+    [
+      'a step cursor past the last sequence',
+      () =>
+        query(
+          'query ($u: String!, $a: String!) { run(uuid: $u) { steps(after: $a) { edges { cursor } } } }',
+          {
+            u: runUuid,
+            a: Buffer.from(JSON.stringify(['step', Number.MAX_SAFE_INTEGER])).toString('base64url'),
+          },
+        ),
+      200,
+      'BAD_USER_INPUT',
+    ],
+    [
+      'the global id of a type that is not a node',
+      () => query(`{ node(id: "${Buffer.from('McpServer:x').toString('base64url')}") { id } }`),
+      200,
+      'BAD_USER_INPUT',
+    ],
+    [
+      'a filter value holding U+0000',
+      () =>
+        query('query ($v: String!) { runs(filter: { owner: [$v] }) { edges { cursor } } }', { v: 'a\u0000' }),
+      200,
+      'BAD_USER_INPUT',
+    ],
+    [
       'wrong variable types',
       () => query('query ($n: Int) { runs(first: $n) { edges { cursor } } }', { n: 'ten' }),
       400,
@@ -170,6 +212,64 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     const content = String(stored?.payload.content);
     expect(content.length).toBe(50_000 + TRUNCATION_MARKER.length);
     expect(content.endsWith(TRUNCATION_MARKER)).toBe(true);
+    await healthy();
+  });
+
+  it('stores tool output holding U+0000 and lone surrogates, repaired, and keeps its outcome', async () => {
+    const answer = await post(
+      query(
+        `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
+          __typename ... on MutationRecordToolResultSuccess { data { steps { sequence outcome } } } } }`,
+        {
+          input: {
+            runUuid,
+            round: 1,
+            durationMs: 10,
+            toolName: 'cat',
+            arguments: { 'file\u0000': 'a.png' },
+            result: { content: '\u0000PNG\uDC00', outcome: 'CANCELLED' },
+          },
+        },
+      ),
+    );
+    expect(answer.status).toBe(200);
+    const recorded = answer.body.data?.recordToolResult as {
+      data: { steps: Array<{ sequence: number; outcome: string }> };
+    };
+    expect(recorded.data.steps[0]?.outcome).toBe('CANCELLED');
+    const [stored] = await api.database.handle.db
+      .select({ payload: runSteps.payload, metadata: runSteps.metadata })
+      .from(runSteps)
+      .where(eq(runSteps.sequence, recorded.data.steps[0]?.sequence ?? 0));
+    expect(stored?.payload.content).toBe('\uFFFDPNG\uFFFD');
+    expect(stored?.payload.arguments).toEqual({ 'file\uFFFD': 'a.png' });
+    expect(stored?.metadata.repairedCharacters).toBe(3);
+    await healthy();
+  });
+
+  it('refuses a tool name holding a lone surrogate with VALUE_INVALID, writing nothing', async () => {
+    const before = await written();
+    const answer = await post(
+      query(
+        'mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) { __typename ... on InvalidInputError { code field } } }',
+        {
+          input: {
+            runUuid,
+            round: 1,
+            durationMs: 1,
+            toolName: 'read\uD800',
+            result: { content: 'x', outcome: 'OK' },
+          },
+        },
+      ),
+    );
+    expect(answer.status).toBe(200);
+    expect(answer.body.data?.recordToolResult).toEqual({
+      __typename: 'InvalidInputError',
+      code: 'VALUE_INVALID',
+      field: 'toolName',
+    });
+    expect(await written()).toEqual(before);
     await healthy();
   });
 

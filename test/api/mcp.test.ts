@@ -1,7 +1,9 @@
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps, runs } from '../../drizzle/schema.ts';
 import { McpTransportError } from '../../src/mcp/transport-error.ts';
 import { openTestApi, STDIO_TOOL_SERVER, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
@@ -165,6 +167,24 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
         __typename: 'RunTerminalError',
         code: 'RUN_TERMINAL',
       });
+    },
+    60_000,
+  );
+
+  it.each(['http-tools', 'stdio-tools'])(
+    'records the answer of a tool reading a binary file on %s, repaired, with its outcome',
+    async (server) => {
+      const run = await startRun();
+      expect((await call(run, server, 'binary'))?.data?.steps).toEqual([
+        { outcome: 'OK', toolIsError: false, server, toolName: 'binary' },
+      ]);
+      const [row] = await api.database.handle.db.select().from(runs).where(eq(runs.uuid, run));
+      const [step] = await api.database.handle.db
+        .select()
+        .from(runSteps)
+        .where(eq(runSteps.runId, row?.id ?? 0));
+      expect(step?.payload.content).toBe('\uFFFDPNG\r\n\uFFFD\uFFFD');
+      expect(step?.metadata.repairedCharacters).toBe(3);
     },
     60_000,
   );

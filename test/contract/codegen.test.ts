@@ -56,7 +56,7 @@ describe('schema.graphql is usable schema-first (GraphQL Code Generator, client 
             config: {
               useTypeImports: true,
               enumsAsTypes: true,
-              scalars: { DateTime: 'string' },
+              scalars: { DateTime: 'string', SafeInt: 'number' },
               // Relative imports with a .js extension, as ESM (NodeNext) requires.
               emitLegacyCommonJSImports: false,
             },

@@ -7,6 +7,10 @@ import {
   MAX_ARTIFACT_BYTES,
   MAX_ARTIFACT_DEPTH,
   MAX_CONTENT_BYTES,
+  RepairCount,
+  repairFacts,
+  repairJson,
+  repairText,
   TRUNCATION_MARKER,
   toValidUtf8,
 } from '../../src/domain/bounding.ts';
@@ -385,5 +389,59 @@ describe('boundToolResult', () => {
     const bounded = boundToolResult(ToolResult.cancelled('half\uD800'));
     expect(bounded.content).toBe(`half${REPLACEMENT}`);
     expect(bounded.outcome).toBe('cancelled');
+  });
+});
+
+describe('the repair of text PostgreSQL cannot hold', () => {
+  it('replaces U+0000 and each lone surrogate with U+FFFD, one for one, and counts them', () => {
+    const count = new RepairCount();
+    expect(repairText('a\u0000b\uD800c\uDC00\uD83D\uDE00\uDBFF', count)).toBe(
+      `a${REPLACEMENT}b${REPLACEMENT}c${REPLACEMENT}😀${REPLACEMENT}`,
+    );
+    expect(count.characters).toBe(4);
+    expect(repairText('clean 😀')).toBe('clean 😀');
+    expect(repairFacts(new RepairCount())).toEqual({});
+    expect(repairFacts(count)).toEqual({ repairedCharacters: 4 });
+  });
+
+  it('repairs every string of a JSON value, object keys included, and loses no member', () => {
+    const count = new RepairCount();
+    const repaired = repairJson(
+      { 'a\u0000': 1, [`a${REPLACEMENT}`]: 2, 'a\uD800': 3, list: ['\u0000', 4, null, { '\uDC00': true }] },
+      count,
+    );
+    expect(repaired).toEqual({
+      [`a${REPLACEMENT}`]: 2,
+      [`a${REPLACEMENT}${REPLACEMENT}`]: 1,
+      [`a${REPLACEMENT}${REPLACEMENT}${REPLACEMENT}`]: 3,
+      list: [REPLACEMENT, 4, null, { [REPLACEMENT]: true }],
+    });
+    expect(count.characters).toBe(4);
+  });
+
+  it('repairs content before the cut, and counts artifacts only when they are kept', () => {
+    const count = new RepairCount();
+    const content = boundContent(`${'\u0000'.repeat(MAX_CONTENT_BYTES)}`, count);
+    // Each U+FFFD is 3 bytes: the cut measures what is stored.
+    expect(new TextEncoder().encode(content.slice(0, -TRUNCATION_MARKER.length)).length).toBeLessThanOrEqual(
+      MAX_CONTENT_BYTES,
+    );
+    expect(count.characters).toBe(MAX_CONTENT_BYTES);
+    const omittedCount = new RepairCount();
+    const big: ToolArtifact[] = [
+      { title: 't', type: 'text', content: `\u0000${'x'.repeat(MAX_ARTIFACT_BYTES)}` },
+    ];
+    expect(boundArtifacts(big, omittedCount)[0]?.title).toBe(ARTIFACTS_OMITTED_TITLE);
+    expect(omittedCount.characters).toBe(0);
+    const keptCount = new RepairCount();
+    expect(
+      boundArtifacts([{ title: 't\u0000', type: 'json', content: { '\uD800': 'x' } }], keptCount),
+    ).toEqual([{ title: `t${REPLACEMENT}`, type: 'json', content: { [REPLACEMENT]: 'x' } }]);
+    expect(keptCount.characters).toBe(2);
+  });
+
+  it.each(TOOL_OUTCOMES)('keeps the outcome %s of a repaired result', (outcome) => {
+    const bounded = boundToolResult(ToolResult.of(outcome, 'bin\u0000ary'));
+    expect([bounded.outcome, bounded.content]).toEqual([outcome, `bin${REPLACEMENT}ary`]);
   });
 });

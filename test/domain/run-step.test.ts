@@ -134,7 +134,7 @@ describe('RunStep refuses malformed values', () => {
     expectRefusal(() => new RunStep(props({ kind: 'TOOL' as unknown as StepKind })), StepRefusal.InvalidKind);
   });
 
-  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])('sequence %s', (sequence) => {
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31])('sequence %s', (sequence) => {
     expectRefusal(() => new RunStep(props({ sequence })), StepRefusal.InvalidSequence);
   });
 

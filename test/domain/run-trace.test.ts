@@ -150,6 +150,22 @@ describe('RunTrace.recordToolResult (the typed result)', () => {
   });
 });
 
+describe('RunTrace dates', () => {
+  it.each(['1969-12-31T23:59:59.999Z', '0000-01-01T00:00:00Z', '+010000-01-01T00:00:00Z'])(
+    'refuses a new step dated %s, outside 1970..9999',
+    (date) => {
+      const trace = new RunTrace();
+      expect(() => trace.recordToolExecution(call({ occurredAt: new Date(date) }), 'x', false)).toThrow(
+        expect.objectContaining({ code: 'STEP_INVALID_OCCURRED_AT' }),
+      );
+      expect(() =>
+        trace.recordStep({ kind: 'llm', round: 0, durationMs: 0, occurredAt: new Date(date) }),
+      ).toThrow(expect.objectContaining({ code: 'STEP_INVALID_OCCURRED_AT' }));
+      expect(trace.steps).toEqual([]);
+    },
+  );
+});
+
 describe('RunTrace sequences and clock', () => {
   it('starts at 1 by default', () => {
     const step = only(new RunTrace().recordToolExecution(call(), 'x', false));

@@ -7,7 +7,7 @@ import { z } from 'zod';
 
 /**
  * A real MCP server, built with the SDK, with the tools the end-to-end tests
- * call: one that answers, one that answers isError, one that throws, and a
+ * call: one that answers, one that answers binary text, one that answers isError, one that throws, and a
  * slow one that notices when the client cancels it.
  */
 export function buildToolServer(onCancelled: (tool: string) => void): McpServer {
@@ -17,6 +17,13 @@ export function buildToolServer(onCancelled: (tool: string) => void): McpServer 
     { description: 'Answers at once.', inputSchema: { text: z.string() } },
     async ({ text }) => ({
       content: [{ type: 'text', text: `echo: ${text}` }],
+    }),
+  );
+  server.registerTool(
+    'binary',
+    { description: 'Reads a binary file: text with U+0000 and a lone surrogate.' },
+    async () => ({
+      content: [{ type: 'text', text: '\u0000PNG\r\n\uD800\u0000' }],
     }),
   );
   server.registerTool('fail', { description: 'Answers with isError.' }, async () => ({

@@ -180,7 +180,7 @@ builder.mutationFields((t) => ({
         throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
       }
       checkJson(args, 'arguments', Limits.maxArgumentsBytes);
-      const server = await findMcpServer(context.db, input.server);
+      const server = await findMcpServer(context.db, checkName(input.server, 'server', 100));
       const run = await context.loaders.runByUuid.load(runUuid);
       // Calls go into one's own runs only; the loader has already hidden what the actor may not see.
       if (!run || run.owner !== context.actor.name) {

@@ -5,10 +5,10 @@ export const OutcomeCountsRef = builder.objectRef<OutcomeCounts>('OutcomeCounts'
   description:
     'Tool calls by outcome, read by the boolean-first rule. failureRate = failed / (ok + failed): cancellations never raise it; null when ok + failed is 0.',
   fields: (t) => ({
-    ok: t.exposeInt('ok'),
-    failed: t.exposeInt('failed'),
-    cancelled: t.exposeInt('cancelled'),
-    total: t.exposeInt('total'),
+    ok: t.expose('ok', { type: 'SafeInt' }),
+    failed: t.expose('failed', { type: 'SafeInt' }),
+    cancelled: t.expose('cancelled', { type: 'SafeInt' }),
+    total: t.expose('total', { type: 'SafeInt' }),
     failureRate: t.exposeFloat('failureRate', { nullable: true }),
   }),
 });

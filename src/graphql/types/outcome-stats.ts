@@ -13,6 +13,7 @@ import {
 import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
 import { badUserInput } from '../errors.ts';
+import { storableStrings } from '../input-text.ts';
 import { selectsAnyField } from '../selection.ts';
 import { ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
@@ -122,6 +123,9 @@ builder.queryFields((t) => ({
     },
     resolve: async (_root, args, context, info) => {
       const filter = args.filter ?? {};
+      for (const field of ['servers', 'tools', 'configurations', 'owners'] as const) {
+        storableStrings(filter[field], `filter.${field}`);
+      }
       const { range, spec, first, minCalls } = asUserInput(() => {
         const range = statsRange(filter.occurredAfter, filter.occurredBefore, new Date());
         const spec = args.bucket ? bucketSpec(args.bucket, checkUtcOffset(args.utcOffsetMinutes)) : null;

@@ -2,6 +2,7 @@ import type { RunPageRow } from '../../db/runs.ts';
 import { listRuns } from '../../db/runs.ts';
 import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
+import { storableStrings } from '../input-text.ts';
 import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
 import { RunStatusEnum, ToolOutcomeEnum } from './enums.ts';
 import { isRunPosition, RUN_CURSOR, RunConnection, requireUuid } from './run.ts';
@@ -41,12 +42,13 @@ builder.queryFields((t) => ({
       const size = pageSize(args.first);
       const after = args.after ? decodeCursor(RUN_CURSOR, args.after, isRunPosition) : null;
       const filter = args.filter ?? {};
-      const owners = restrictOwners(context.actor, filter.owner);
+      const configurations = storableStrings(filter.configuration, 'filter.configuration');
+      const owners = restrictOwners(context.actor, storableStrings(filter.owner, 'filter.owner'));
       if (owners?.length === 0) return toPage<RunPageRow>([], size, after !== null, () => '');
       const rows = await listRuns(context.db, {
         filter: {
           statuses: filter.status,
-          configurations: filter.configuration,
+          configurations,
           owners,
           createdFrom: filter.createdAfter,
           createdTo: filter.createdBefore,

@@ -1,5 +1,5 @@
 import type { RunRow } from '../../db/runs.ts';
-import { builder } from '../builder.ts';
+import { builder, nodeTypename } from '../builder.ts';
 
 /** Declared apart from its fields so that steps and runs can refer to each other. */
-export const RunRef = builder.objectRef<RunRow>('Run');
+export const RunRef = builder.objectRef<RunRow>(nodeTypename('Run'));

@@ -3,12 +3,12 @@ import { outcomeLabel } from '../../domain/labels.ts';
 import { statedOutcome } from '../../domain/stated-outcome.ts';
 import type { StepKind } from '../../domain/step-kind.ts';
 import type { WriteTarget } from '../../domain/tool-result.ts';
-import { builder } from '../builder.ts';
+import { builder, nodeTypename } from '../builder.ts';
 import { requirePermission } from '../context.ts';
 import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
 
-export const RunStepRef = builder.objectRef<StepRow>('RunStep');
+export const RunStepRef = builder.objectRef<StepRow>(nodeTypename('RunStep'));
 
 export const WriteKindEnum = builder.enumType('WriteKind', {
   values: { CREATED: { value: 'created' }, UPDATED: { value: 'updated' } } as const,

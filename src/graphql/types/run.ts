@@ -1,5 +1,6 @@
 import type { RunPosition } from '../../db/runs.ts';
 import type { StepRow } from '../../db/steps.ts';
+import { Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
 import { RunStep } from '../../domain/run-step.ts';
@@ -11,6 +12,7 @@ import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOut
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepConnection } from './run-step.ts';
+import { parseDateTime } from './scalars.ts';
 import { TimelineEntryRef } from './timeline.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -25,15 +27,16 @@ export function requireUuid(value: string, field: string): string {
 }
 
 const STEP_CURSOR = 'step';
-const isSequence = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+const isSequence = (value: unknown): value is number =>
+  Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= Limits.maxSequence;
 
 export const RUN_CURSOR = 'run';
 export const isRunPosition = (value: unknown): value is RunPosition =>
   typeof value === 'object' &&
   value !== null &&
-  typeof (value as RunPosition).createdAt === 'string' &&
-  !Number.isNaN(Date.parse((value as RunPosition).createdAt)) &&
-  Number.isSafeInteger((value as RunPosition).id);
+  parseDateTime((value as RunPosition).createdAt) !== null &&
+  Number.isSafeInteger((value as RunPosition).id) &&
+  (value as RunPosition).id > 0;
 
 export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
 
@@ -58,9 +61,9 @@ builder.node(RunRef, {
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
     finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
     rounds: t.exposeInt('rounds'),
-    promptTokens: t.exposeInt('promptTokens'),
-    completionTokens: t.exposeInt('completionTokens'),
-    totalTokens: t.int({ resolve: (run) => run.promptTokens + run.completionTokens }),
+    promptTokens: t.expose('promptTokens', { type: 'SafeInt' }),
+    completionTokens: t.expose('completionTokens', { type: 'SafeInt' }),
+    totalTokens: t.field({ type: 'SafeInt', resolve: (run) => run.promptTokens + run.completionTokens }),
     estimatedCost: t.exposeFloat('estimatedCost', { description: 'Estimated cost in US dollars.' }),
     toolOutcomeCounts: t.field({
       type: OutcomeCountsRef,

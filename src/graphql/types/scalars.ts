@@ -1,21 +1,68 @@
 import { Kind } from 'graphql';
+import { isInstantInRange } from '../../domain/limits.ts';
 import { builder } from '../builder.ts';
 import { badUserInput } from '../errors.ts';
 
-function parseDate(value: unknown): Date {
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d+)?)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * An ISO 8601 date-time with an offset, as an instant, or null when it is not
+ * one: the calendar date must exist (no 2026-02-30, which `Date` would roll
+ * over into March), hours 00-23, minutes and seconds 00-59, offsets under 24
+ * hours, and the instant within 1970-01-01T00:00:00Z..9999-12-31T23:59:59.999Z.
+ */
+export function parseDateTime(value: unknown): Date | null {
+  if (typeof value !== 'string') return null;
+  const match = DATE_TIME.exec(value);
+  if (!match) return null;
+  const [, year, month, day, hour, minute, second = '0', , , offsetHours = '0', offsetMinutes = '0'] = match;
+  const [y, mo, d] = [Number(year), Number(month), Number(day)];
+  const calendar = new Date(Date.UTC(y, mo - 1, d));
   if (
-    typeof value === 'string' &&
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(value)
+    calendar.getUTCFullYear() !== y ||
+    calendar.getUTCMonth() !== mo - 1 ||
+    calendar.getUTCDate() !== d ||
+    Number(hour) > 23 ||
+    Number(minute) > 59 ||
+    Number(second) > 59 ||
+    Number(offsetHours) > 23 ||
+    Number(offsetMinutes) > 59
   ) {
-    const date = new Date(value);
-    if (!Number.isNaN(date.getTime())) return date;
+    return null;
   }
-  throw badUserInput('DateTime must be an ISO 8601 date-time with an offset, e.g. 2026-12-01T09:30:00Z');
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) || !isInstantInRange(date) ? null : date;
+}
+
+function parseDate(value: unknown): Date {
+  const date = parseDateTime(value);
+  if (date) return date;
+  throw badUserInput(
+    'DateTime must be an ISO 8601 date-time with an offset from 1970-01-01 to 9999-12-31, e.g. 2026-12-01T09:30:00Z',
+  );
 }
 
 builder.scalarType('DateTime', {
-  description: 'An instant, as an ISO 8601 string in UTC (e.g. 2026-12-01T09:30:00.000Z).',
+  description:
+    'An instant, as an ISO 8601 string in UTC (e.g. 2026-12-01T09:30:00.000Z). Input takes any offset; the date must exist and lie from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z.',
   serialize: (value) => value.toISOString(),
   parseValue: parseDate,
   parseLiteral: (ast) => parseDate(ast.kind === Kind.STRING ? ast.value : null),
+});
+
+function parseSafeInt(value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+  throw badUserInput('SafeInt must be an integer from -(2^53 - 1) to 2^53 - 1');
+}
+
+builder.scalarType('SafeInt', {
+  description:
+    'An integer from -(2^53 - 1) to 2^53 - 1 (9,007,199,254,740,991), serialised as a JSON number, which every JSON and JavaScript client reads exactly. For counters that can pass the 32-bit range of Int: token totals and tool call counts.',
+  serialize: (value) => {
+    // An unsafe integer would reach clients rounded: better an error than a wrong count.
+    if (!Number.isSafeInteger(value)) throw new Error(`${String(value)} is not a safe integer`);
+    return value;
+  },
+  parseValue: parseSafeInt,
+  parseLiteral: (ast) => parseSafeInt(ast.kind === Kind.INT ? Number(ast.value) : null),
 });
