@@ -13,7 +13,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   const daily = () =>
     database.handle.withSession((s) =>
       s.query<{ server: string; ok: number; failed: number; cancelled: number }>(
-        'SELECT server, ok, failed, cancelled FROM tool_outcome_daily ORDER BY server',
+        'SELECT server, ok::int AS ok, failed::int AS failed, cancelled::int AS cancelled FROM tool_outcome_daily ORDER BY server',
       ),
     );
 
