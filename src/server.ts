@@ -2,7 +2,7 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
-import { protectionPlugins } from './graphql/protection.ts';
+import { protectionPlugins, RequestLimits } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 
@@ -12,24 +12,31 @@ export interface ServerOptions {
   graphiql?: boolean;
   /** Tool calls on the wire, which cancelRun cuts off. */
   calls?: InFlightCalls;
+  /** No GraphiQL, no introspection, no suggestions in errors; default: NODE_ENV is production. */
+  production?: boolean;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
 /** The GraphQL server, built without listening: tests call `server.fetch`. */
-export function createServer({ handle, graphiql, calls = new InFlightCalls() }: ServerOptions): Server {
-  // In production: no GraphiQL, no introspection, no field suggestions.
-  const production = process.env.NODE_ENV === 'production';
+export function createServer({
+  handle,
+  graphiql,
+  calls = new InFlightCalls(),
+  production = process.env.NODE_ENV === 'production',
+}: ServerOptions): Server {
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
     context: ({ request }) => createContext(handle, request, calls),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
-    maskedErrors: { maskError: maskUnexpectedError },
+    maskedErrors: { maskError: maskUnexpectedError, isDev: false },
+    // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.
+    maxRequestBodySize: RequestLimits.maxBodyBytes,
     healthCheckEndpoint: '/health',
     plugins: [
       ...protectionPlugins(production),
-      useStableErrorCodes(),
+      useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
     logging: process.env.NODE_ENV === 'test' ? false : 'info',
