@@ -1,12 +1,14 @@
-import { createServer as createHttpServer } from 'node:http';
 import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
 import { migrate } from './db/migrator.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
 import { createServer } from './server.ts';
+import { createHttpServer, transportLimitsFromEnv } from './transport.ts';
 
 const port = Number(process.env.PORT ?? 4000);
 const host = process.env.HOST ?? '127.0.0.1';
+// Read before anything else: a bad setting stops the start, before the database is touched.
+const limits = transportLimitsFromEnv();
 
 const handle = await openDatabaseForCommand();
 console.log(`database: ${handle.backend} at ${handle.location}`);
@@ -19,7 +21,7 @@ if ((await countActiveApiKeys(handle.db)) === 0) {
 }
 
 const yoga = createServer({ handle });
-const http = createHttpServer(yoga);
+const http = createHttpServer(yoga, limits);
 http.listen(port, host, () => {
   const address = http.address();
   const actualPort = typeof address === 'object' && address ? address.port : port;

@@ -2,7 +2,7 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
-import { protectionPlugins } from './graphql/protection.ts';
+import { protectionPlugins, RequestLimits } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
@@ -17,6 +17,8 @@ export interface ServerOptions {
   calls?: InFlightCalls;
   /** Which MCP hosts and programs are allowed; default: from the environment (RUNLEDGER_MCP_*). */
   mcp?: McpSettings;
+  /** No GraphiQL, no introspection, no suggestions in errors; default: NODE_ENV is production. */
+  production?: boolean;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
@@ -27,20 +29,21 @@ export function createServer({
   graphiql,
   calls = new InFlightCalls(),
   mcp = mcpSettingsFromEnv(),
+  production = process.env.NODE_ENV === 'production',
 }: ServerOptions): Server {
   const policy = new McpPolicy(mcp);
-  // In production: no GraphiQL, no introspection, no field suggestions.
-  const production = process.env.NODE_ENV === 'production';
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
     context: ({ request }) => createContext(handle, request, calls, policy),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
-    maskedErrors: { maskError: maskUnexpectedError },
+    maskedErrors: { maskError: maskUnexpectedError, isDev: false },
+    // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.
+    maxRequestBodySize: RequestLimits.maxBodyBytes,
     healthCheckEndpoint: '/health',
     plugins: [
       ...protectionPlugins(production),
-      useStableErrorCodes(),
+      useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
     // Errors are logged by name and code, never by message: see log.ts.

@@ -7,6 +7,11 @@ export const ErrorCode = {
   Unauthenticated: 'UNAUTHENTICATED',
   Forbidden: 'FORBIDDEN',
   DatabaseUnavailable: 'DATABASE_UNAVAILABLE',
+  /** HTTP refusals, before GraphQL reads the request. */
+  BadRequest: 'BAD_REQUEST',
+  RequestTooLarge: 'REQUEST_TOO_LARGE',
+  RequestTimeout: 'REQUEST_TIMEOUT',
+  HeadersTooLarge: 'HEADERS_TOO_LARGE',
 } as const;
 
 /** What a client is told to wait before retrying while the database cannot be reached. */

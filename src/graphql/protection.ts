@@ -3,6 +3,7 @@ import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { ErrorCode } from './errors.ts';
 
 /** Limits on what one request may ask; each refusal has its own code (see error-codes.ts). */
 export const RequestLimits = {
@@ -15,25 +16,21 @@ export const RequestLimits = {
   maxBodyBytes: 16 * 1024 * 1024,
 } as const;
 
-function refuseLargeBodies(): Plugin {
+/** The one answer to a body over the limit, whatever its framing (Content-Length or chunked). */
+export const requestTooLarge = {
+  status: 413,
+  code: ErrorCode.RequestTooLarge,
+  message: `the request body is over ${RequestLimits.maxBodyBytes} bytes`,
+} as const;
+
+/**
+ * After a body is refused for its size the rest of it is never read: close the
+ * connection rather than keep it alive, which would make Node read and discard it all.
+ */
+function closeAfterOversizedBody(): Plugin {
   return {
-    onRequest: ({ request, endResponse, fetchAPI }) => {
-      const length = Number(request.headers.get('content-length') ?? 0);
-      if (length > RequestLimits.maxBodyBytes) {
-        endResponse(
-          new fetchAPI.Response(
-            JSON.stringify({
-              errors: [
-                {
-                  message: `the request body is over ${RequestLimits.maxBodyBytes} bytes`,
-                  extensions: { code: 'REQUEST_TOO_LARGE' },
-                },
-              ],
-            }),
-            { status: 413, headers: { 'content-type': 'application/json' } },
-          ),
-        );
-      }
+    onResponse: ({ response }) => {
+      if (response.status === requestTooLarge.status) response.headers.set('connection', 'close');
     },
   };
 }
@@ -46,10 +43,14 @@ function disableIntrospection(): Plugin {
   };
 }
 
-/** Depth, cost, alias, token and directive limits, a body limit, CSRF prevention; no introspection in production. */
+/**
+ * Depth, cost, alias, token and directive limits, CSRF prevention; no introspection
+ * in production. The body limit is yoga's own (`maxRequestBodySize`), which counts
+ * bytes as they arrive, whatever the framing.
+ */
 export function protectionPlugins(production: boolean): Plugin[] {
   return [
-    refuseLargeBodies(),
+    closeAfterOversizedBody(),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf'] }),
     // Depth first: a deep query is also a costly one, and "too deep" is the clearer answer.
     maxDepthPlugin({ n: RequestLimits.maxDepth, exposeLimits: true, flattenFragments: true }) as Plugin,
@@ -59,7 +60,8 @@ export function protectionPlugins(production: boolean): Plugin[] {
       maxAliases: { n: RequestLimits.maxAliases, exposeLimits: true },
       maxTokens: { n: RequestLimits.maxTokens, exposeLimits: true },
       maxDirectives: { n: RequestLimits.maxDirectives, exposeLimits: true },
-      blockFieldSuggestion: { enabled: production },
+      // Suggestions are stripped from every error in production (error-codes.ts), not only validation's.
+      blockFieldSuggestion: { enabled: false },
     }) as Plugin,
     ...(production ? [disableIntrospection()] : []),
   ];

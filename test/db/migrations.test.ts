@@ -89,7 +89,9 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       );
       expect(viaSql.map((r) => r.stated)).toEqual(['failed', 'ok', null, null]);
       const daily = await database.handle.withSession((s) =>
-        s.query<{ ok: number; failed: number }>('SELECT ok::int AS ok, failed::int AS failed FROM tool_outcome_daily'),
+        s.query<{ ok: number; failed: number }>(
+          'SELECT ok::int AS ok, failed::int AS failed FROM tool_outcome_daily',
+        ),
       );
       expect(daily).toEqual([{ ok: 1, failed: 1 }]);
       expect(await database.handle.db.select().from(runs)).toHaveLength(1);

@@ -1,0 +1,149 @@
+import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ErrorCode } from './graphql/errors.ts';
+
+/** Limits on the HTTP connection itself, before GraphQL sees a request. */
+export interface TransportLimits {
+  /** Time to receive the request line and headers. */
+  headersTimeoutMs: number;
+  /** Time to receive the whole request, headers and body (not the time to answer it). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** Connections open at once; one more is closed as soon as it is accepted. */
+  maxConnections: number;
+  /** Bytes of request line and headers; more is refused with 431. */
+  maxHeaderBytes: number;
+  /** Header lines read from one request; those beyond are ignored. */
+  maxHeaders: number;
+}
+
+/** Each limit: the environment variable that sets it and its default. */
+export const TRANSPORT_SETTINGS: { readonly [K in keyof TransportLimits]: { env: string; value: number } } = {
+  headersTimeoutMs: { env: 'HTTP_HEADERS_TIMEOUT_MS', value: 10_000 },
+  // 16 MB (the body limit) in 30 s needs about 4.5 Mbit/s.
+  requestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_MS', value: 30_000 },
+  keepAliveTimeoutMs: { env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', value: 5_000 },
+  maxConnections: { env: 'HTTP_MAX_CONNECTIONS', value: 500 },
+  maxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', value: 16_384 },
+  maxHeaders: { env: 'HTTP_MAX_HEADERS', value: 100 },
+};
+
+const names = Object.keys(TRANSPORT_SETTINGS) as Array<keyof TransportLimits>;
+
+export const defaultTransportLimits: TransportLimits = Object.fromEntries(
+  names.map((name) => [name, TRANSPORT_SETTINGS[name].value]),
+) as Record<keyof TransportLimits, number>;
+
+/** The limits from the environment; an unset variable keeps its default, a bad one stops the start. */
+export function transportLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): TransportLimits {
+  const limits = { ...defaultTransportLimits };
+  for (const name of names) {
+    const { env: variable } = TRANSPORT_SETTINGS[name];
+    const text = env[variable]?.trim();
+    if (!text) continue;
+    const value = Number(text);
+    // Zero would mean "no limit" to Node: every limit here stays a limit.
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`${variable} must be a whole number of at least 1, not "${text}"`);
+    }
+    limits[name] = value;
+  }
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(
+      `${TRANSPORT_SETTINGS.headersTimeoutMs.env} (${limits.headersTimeoutMs}) must not exceed ${TRANSPORT_SETTINGS.requestTimeoutMs.env} (${limits.requestTimeoutMs})`,
+    );
+  }
+  return limits;
+}
+
+/** Node's refusals of a malformed or slow client, as JSON with a stable code. */
+function refusalFor(errorCode: string | undefined): {
+  status: number;
+  reason: string;
+  code: string;
+  message: string;
+} {
+  switch (errorCode) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return {
+        status: 408,
+        reason: 'Request Timeout',
+        code: ErrorCode.RequestTimeout,
+        message: 'the request did not arrive in time',
+      };
+    case 'HPE_HEADER_OVERFLOW':
+      return {
+        status: 431,
+        reason: 'Request Header Fields Too Large',
+        code: ErrorCode.HeadersTooLarge,
+        message: 'the request headers are too large',
+      };
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return {
+        status: 413,
+        reason: 'Payload Too Large',
+        code: ErrorCode.RequestTooLarge,
+        message: 'the chunk extensions are too large',
+      };
+    default:
+      return {
+        status: 400,
+        reason: 'Bad Request',
+        code: ErrorCode.BadRequest,
+        message: 'malformed HTTP request',
+      };
+  }
+}
+
+/**
+ * The HTTP server for the GraphQL handler, with every transport limit applied.
+ * Slow and malformed clients are answered as Node answers them (408, 431, 400),
+ * with a JSON body and a code, and their connection is closed.
+ */
+export function createHttpServer(
+  listener: RequestListener,
+  limits: TransportLimits = defaultTransportLimits,
+): Server {
+  // Node checks the two timeouts every 30 s by default: check often enough to keep them.
+  const connectionsCheckingInterval = Math.max(
+    50,
+    Math.min(1_000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
+  );
+  // The answer under way on each connection: a refusal is written only when none has started.
+  const answering = new WeakMap<Duplex, ServerResponse>();
+  const server = createServer(
+    {
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      connectionsCheckingInterval,
+    },
+    (request, response) => {
+      const socket = request.socket;
+      answering.set(socket, response);
+      response.once('finish', () => {
+        if (answering.get(socket) === response) answering.delete(socket);
+      });
+      listener(request, response);
+    },
+  );
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxConnections = limits.maxConnections;
+  server.maxHeadersCount = limits.maxHeaders;
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    const started = answering.get(socket)?.headersSent ?? false;
+    if (error.code !== 'ECONNRESET' && socket.writable && !started) {
+      const refusal = refusalFor(error.code);
+      const body = JSON.stringify({
+        errors: [{ message: refusal.message, extensions: { code: refusal.code } }],
+      });
+      socket.write(
+        `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy();
+  });
+  return server;
+}
