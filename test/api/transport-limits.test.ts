@@ -364,7 +364,8 @@ describe.each(backendNames)('what errors tell a client (%s)', (backend) => {
     async (_mode, isProduction) => {
       const failing = new Proxy(api.database.handle.db, {
         get() {
-          throw new Error('connect ECONNREFUSED secret-host:5432');
+          // A fault of ours, not an outage (an outage answers 503 DATABASE_UNAVAILABLE).
+          throw new Error('relation "secret-host" does not exist');
         },
       });
       const broken = await listen(
