@@ -28,6 +28,9 @@ http.listen(port, host, () => {
   console.log(`runledger GraphQL API at http://${host}:${actualPort}${yoga.graphqlEndpoint}`);
 });
 
+/** How long a stop waits for requests in flight before it closes what is still open. */
+const SHUTDOWN_GRACE_MS = 8_000;
+
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
@@ -36,7 +39,12 @@ async function shutdown(signal: string): Promise<void> {
   // close() stops accepting and waits for open requests; idle keep-alive sockets are closed at once.
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
   http.closeIdleConnections();
+  const grace = setTimeout(() => {
+    console.log(`requests still open after ${SHUTDOWN_GRACE_MS} ms: closing them`);
+    http.closeAllConnections();
+  }, SHUTDOWN_GRACE_MS);
   await closed;
+  clearTimeout(grace);
   await handle.close();
   console.log('stopped');
   process.exit(0);

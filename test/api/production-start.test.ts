@@ -1,0 +1,113 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+/**
+ * `npm start` runs compiled JavaScript with plain node, and a process
+ * manager's SIGTERM or SIGINT to the process it started (npm) stops the
+ * service gracefully: the port is freed and nothing is left behind.
+ */
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function descendants(pid: number): number[] {
+  let children: number[] = [];
+  try {
+    children = execFileSync('pgrep', ['-P', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+  return children.flatMap((child) => [child, ...descendants(child)]);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe('npm start, the way production runs it', () => {
+  let npm: ChildProcess | undefined;
+  afterEach(() => {
+    if (npm?.pid && npm.exitCode === null) {
+      for (const pid of descendants(npm.pid)) process.kill(pid, 'SIGKILL');
+      npm.kill('SIGKILL');
+    }
+  });
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    'runs node on dist/ and stops on %s to npm, freeing its port',
+    async (signal) => {
+      const started = spawn('npm', ['start'], {
+        cwd: root,
+        env: {
+          ...process.env,
+          PORT: '0',
+          PGLITE_DATA_DIR: 'memory://',
+          DATABASE_URL: '',
+          NODE_ENV: 'production',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      npm = started;
+      let output = '';
+      started.stdout?.on('data', (chunk) => {
+        output += String(chunk);
+      });
+      started.stderr?.on('data', (chunk) => {
+        output += String(chunk);
+      });
+      const url = await new Promise<URL>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 90_000);
+        started.stdout?.on('data', () => {
+          const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
+          if (match?.[1]) {
+            clearTimeout(timer);
+            resolve(new URL(match[1]));
+          }
+        });
+        started.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+      });
+      const port = Number(url.port);
+      expect((await fetch(`${url.origin}/health`)).status).toBe(200);
+
+      // The service is plain node on the compiled entry point, not a TypeScript loader.
+      const tree = descendants(started.pid ?? 0);
+      const commands = tree.map((pid) =>
+        execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' }).trim(),
+      );
+      expect(commands).toContainEqual(expect.stringMatching(/^node dist\/src\/main\.js$/));
+      expect(commands.join('\n')).not.toMatch(/tsx/);
+
+      started.kill(signal);
+      const exited = once(started, 'exit');
+      const deadline = new Promise((_, reject) =>
+        setTimeout(() => reject(new Error('npm start did not stop within 10 s')), 10_000),
+      );
+      await Promise.race([exited, deadline]);
+      expect(output).toContain(`${signal}: finishing in-flight requests`);
+      expect(output).toContain('stopped');
+      for (const pid of tree) expect(alive(pid), `process ${pid} left behind`).toBe(false);
+      expect(await portAnswers(port)).toBe(false);
+    },
+    120_000,
+  );
+});
