@@ -16,7 +16,10 @@ function newestChange(path) {
   if (!existsSync(path)) return 0;
   const info = statSync(path);
   if (!info.isDirectory()) return info.mtimeMs;
-  return readdirSync(path).reduce((newest, entry) => Math.max(newest, newestChange(join(path, entry))), info.mtimeMs);
+  return readdirSync(path).reduce(
+    (newest, entry) => Math.max(newest, newestChange(join(path, entry))),
+    info.mtimeMs,
+  );
 }
 
 const ifStale = process.argv.includes('--if-stale');
@@ -28,7 +31,9 @@ if (ifStale && existsSync(stamp)) {
 const began = Date.now();
 console.log('building dist/ from TypeScript…');
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], {
+  stdio: 'inherit',
+});
 if (result.status !== 0) {
   console.error('the build failed: see the errors above');
   process.exit(result.status ?? 1);
