@@ -6,35 +6,10 @@
 //   npm run schema:diff -- --base <ref>  # against any commit, tag or branch
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { CriticalityLevel, diff } from '@graphql-inspector/core';
-import { buildSchema } from 'graphql';
+import { type ChangelogSections, compareSchemas, readChangelog } from './schema-compat.ts';
 
 const root = new URL('..', import.meta.url);
 const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-
-interface ChangelogSections {
-  unreleased: { version: string; text: string } | undefined;
-  released: { version: string; commit: string | undefined } | undefined;
-}
-
-/**
- * `## 0.2.0 (unreleased)` holds what is not released yet; the first other
- * `## x.y.z` is the latest release, and may name its commit (`commit 8af0440`),
- * since a clone need not carry tags.
- */
-export function readChangelog(text: string): ChangelogSections {
-  const sections = text.split(/^## /m).slice(1);
-  let unreleased: ChangelogSections['unreleased'];
-  let released: ChangelogSections['released'];
-  for (const section of sections) {
-    const heading = section.slice(0, section.indexOf('\n'));
-    const version = /^v?(\d+\.\d+\.\d+)/.exec(heading)?.[1];
-    if (!version) continue;
-    if (/unreleased/i.test(heading)) unreleased ??= { version, text: section };
-    else released ??= { version, commit: /\bcommit ([0-9a-f]{7,40})\b/.exec(heading)?.[1] };
-  }
-  return { unreleased, released };
-}
 
 function versionAt(ref: string): string | undefined {
   try {
@@ -63,7 +38,8 @@ function releaseCommit({ version: released, commit }: NonNullable<ChangelogSecti
   throw new Error(`cannot find release ${released}: no tag v${released} and no commit with that version`);
 }
 
-const changelog = readChangelog(readFileSync(new URL('CHANGELOG.md', root), 'utf8'));
+const changelogText = readFileSync(new URL('CHANGELOG.md', root), 'utf8');
+const changelog = readChangelog(changelogText);
 const baseArg = process.argv.indexOf('--base');
 const base =
   baseArg > 0
@@ -73,12 +49,11 @@ const base =
       : 'main';
 if (!base) throw new Error('--base needs a git ref');
 
-const before = buildSchema(git('show', `${base}:schema.graphql`));
-const after = buildSchema(readFileSync(new URL('schema.graphql', root), 'utf8'));
-const changes = await diff(before, after);
-const listed = changelog.unreleased?.text ?? '';
-const breaking = changes.filter((change) => change.criticality.level === CriticalityLevel.Breaking);
-const unlisted = breaking.filter((change) => !change.path || !listed.includes(`\`${change.path}\``));
+const { changes, breaking, unlisted } = await compareSchemas(
+  git('show', `${base}:schema.graphql`),
+  readFileSync(new URL('schema.graphql', root), 'utf8'),
+  changelogText,
+);
 
 console.log(
   `schema.graphql against ${base.slice(0, 12)}: ${changes.length} changes, ${breaking.length} breaking`,
