@@ -1,8 +1,6 @@
-import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
-import { openDatabaseForCommand } from './db/command.ts';
-import { migrate } from './db/migrator.ts';
-import { PERMISSIONS } from './domain/permissions.ts';
-import { createServer } from './server.ts';
+import type { RequestListener } from 'node:http';
+import type { App } from './app.ts';
+import { ErrorCode, RETRY_AFTER_SECONDS } from './graphql/errors.ts';
 import { createHttpServer, transportLimitsFromEnv } from './transport.ts';
 
 const port = Number(process.env.PORT ?? 4000);
@@ -10,28 +8,43 @@ const host = process.env.HOST ?? '127.0.0.1';
 // Read before anything else: a bad setting stops the start, before the database is touched.
 const limits = transportLimitsFromEnv();
 
-const handle = await openDatabaseForCommand();
-console.log(`database: ${handle.backend} at ${handle.location}`);
-await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
-if ((await countActiveApiKeys(handle.db)) === 0) {
-  // A fresh install must be usable: one key that may do everything, shown this once.
-  const { key } = await createApiKey(handle.db, 'admin', PERMISSIONS);
-  console.log(`no API keys yet: created one for actor "admin" with every permission.`);
-  console.log(`administrator key (shown once, store it now): ${key}`);
-}
+/**
+ * Until the database is open and migrated the process is alive but not ready:
+ * /health answers 200 at once (a process manager sees it started), /ready and
+ * every other request 503, as during an outage.
+ */
+const starting: RequestListener = (request, response) => {
+  const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+  if (path === '/health') {
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{"message":"alive"}');
+    return;
+  }
+  response
+    .writeHead(503, { 'content-type': 'application/json', 'retry-after': String(RETRY_AFTER_SECONDS) })
+    .end(
+      JSON.stringify({
+        errors: [
+          {
+            message: 'the service is starting; retry later',
+            extensions: { code: ErrorCode.DatabaseUnavailable },
+          },
+        ],
+      }),
+    );
+};
+let listener: RequestListener = starting;
+const http = createHttpServer((request, response) => listener(request, response), limits);
+await new Promise<void>((resolve) => http.listen(port, host, resolve));
+const address = http.address();
+const actualPort = typeof address === 'object' && address ? address.port : port;
+console.log(`listening at http://${host}:${actualPort}: /health answers; opening the database`);
 
-const yoga = createServer({ handle });
-const http = createHttpServer(yoga, limits);
-http.listen(port, host, () => {
-  const address = http.address();
-  const actualPort = typeof address === 'object' && address ? address.port : port;
-  console.log(`runledger GraphQL API at http://${host}:${actualPort}${yoga.graphqlEndpoint}`);
-});
+let app: App | undefined;
+let stopping = false;
 
 /** How long a stop waits for requests in flight before it closes what is still open. */
 const SHUTDOWN_GRACE_MS = 8_000;
 
-let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
@@ -45,9 +58,17 @@ async function shutdown(signal: string): Promise<void> {
   }, SHUTDOWN_GRACE_MS);
   await closed;
   clearTimeout(grace);
-  await handle.close();
+  await app?.close();
   console.log('stopped');
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
+
+// The application's modules load after the port is open: the process answers /health while they do.
+const { openApp } = await import('./app.ts');
+app = await openApp();
+if (!stopping) {
+  listener = app.listener;
+  console.log(`runledger GraphQL API at http://${host}:${actualPort}${app.graphqlEndpoint}`);
+}

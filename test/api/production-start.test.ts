@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -110,4 +110,52 @@ describe('npm start, the way production runs it', () => {
     },
     120_000,
   );
+});
+
+describe('while the service starts', () => {
+  it('answers /health at once and every other request 503 until the database is ready', async () => {
+    // A database that never answers: the start waits on it for the connect timeout, then fails.
+    const silent = createServer((socket) => socket.on('error', () => {}));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const address = silent.address();
+    const dbPort = typeof address === 'object' && address ? address.port : 0;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: root,
+      env: {
+        ...process.env,
+        PORT: '0',
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${dbPort}/postgres`,
+        DATABASE_CONNECT_TIMEOUT_MS: '20000',
+        NODE_ENV: 'test',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const base = await new Promise<string>((resolve, reject) => {
+        let output = '';
+        child.stdout?.on('data', (chunk) => {
+          output += String(chunk);
+          const match = /listening at (http:\/\/\S+):/.exec(output);
+          if (match?.[1]) resolve(match[1]);
+        });
+        child.once('exit', (code) => reject(new Error(`exited with ${code}: ${output}`)));
+      });
+      expect((await fetch(`${base}/health`)).status).toBe(200);
+      expect((await fetch(`${base}/ready`)).status).toBe(503);
+      const graphql = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"query":"{ __typename }"}',
+      });
+      expect(graphql.status).toBe(503);
+      expect(graphql.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(
+        ((await graphql.json()) as { errors: Array<{ extensions: { code: string } }> }).errors[0]?.extensions
+          .code,
+      ).toBe('DATABASE_UNAVAILABLE');
+    } finally {
+      child.kill('SIGKILL');
+      silent.close();
+    }
+  }, 60_000);
 });
