@@ -84,11 +84,11 @@ const PLAIN_COUNTS = `count(*) FILTER (WHERE o = 'ok') AS ok, count(*) FILTER (W
   percentile_disc(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
   percentile_disc(0.95) WITHIN GROUP (ORDER BY duration_ms) AS p95`;
 const PLAIN_BY_SERVER = `SELECT server, ${PLAIN_COUNTS}
-  FROM (SELECT server, duration_ms, stated_tool_outcome(tool_is_error, tool_outcome) AS o FROM run_steps
+  FROM (SELECT server, duration_ms, stated_tool_outcome(kind, tool_is_error, tool_outcome) AS o FROM run_steps
          WHERE kind = 'tool' AND occurred_at >= $1 AND occurred_at < $2) s
  WHERE o IS NOT NULL GROUP BY server`;
 const PLAIN_TOOL_SERIES = `SELECT tool_name, date_trunc('day', occurred_at AT TIME ZONE 'UTC') AS day, ${PLAIN_COUNTS}
-  FROM (SELECT tool_name, occurred_at, duration_ms, stated_tool_outcome(tool_is_error, tool_outcome) AS o FROM run_steps
+  FROM (SELECT tool_name, occurred_at, duration_ms, stated_tool_outcome(kind, tool_is_error, tool_outcome) AS o FROM run_steps
          WHERE kind = 'tool' AND server = $3 AND occurred_at >= $1 AND occurred_at < $2) s
  WHERE o IS NOT NULL GROUP BY 1, 2`;
 

@@ -119,15 +119,9 @@ export const stepRequests = pgTable(
   ],
 );
 
-/** Duration histogram columns d0..d64 of the daily rollup (see src/domain/duration-histogram.ts). */
-const durationColumn = (bucket: number) => bigint(`d${bucket}`, { mode: 'number' }).notNull().default(0);
-const durationColumns = Object.fromEntries(
-  Array.from({ length: DURATION_BUCKETS }, (_, bucket) => [`d${bucket}`, durationColumn(bucket)]),
-) as Record<`d${number}`, ReturnType<typeof durationColumn>>;
-
 /**
  * Tool calls per UTC day, server and tool, by outcome, with a duration
- * histogram. Triggers on run_steps keep it exact (migrations/0005); '' stands
+ * histogram. Triggers on run_steps keep it exact (migrations/0005, 0008, 0011); '' stands
  * for a call with no server or tool name.
  */
 export const toolOutcomeDaily = pgTable(
@@ -139,11 +133,19 @@ export const toolOutcomeDaily = pgTable(
     ok: bigint('ok', { mode: 'number' }).notNull().default(0),
     failed: bigint('failed', { mode: 'number' }).notNull().default(0),
     cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    ...durationColumns,
+    /** Element b + 1 counts the calls in duration bucket b (migrations/0011). */
+    durations: bigint('durations', { mode: 'number' })
+      .array()
+      .notNull()
+      .default(sql.raw(`array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}])`)),
   },
   (t) => [
     primaryKey({ name: 'tool_outcome_daily_pkey', columns: [t.day, t.server, t.toolName] }),
     index('tool_outcome_daily_server_idx').on(t.server, t.day),
+    check(
+      'tool_outcome_daily_durations_shape',
+      sql`array_ndims(${t.durations}) = 1 and array_lower(${t.durations}, 1) = 1 and array_upper(${t.durations}, 1) = ${sql.raw(String(DURATION_BUCKETS))} and array_position(${t.durations}, null) is null`,
+    ),
   ],
 );
 

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeys, mcpServers, runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
+import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
 import { RunStep } from '../../src/domain/run-step.ts';
 import { describeTables } from '../support/catalog.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
@@ -109,6 +110,48 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         { conname: 'run_steps_tool_outcome_only_on_tool_steps', convalidated: true },
       ]);
     });
+  });
+
+  it('carry every histogram in the 65 columns of migration 10 over into the array column exactly', async () => {
+    const database = await openTestDatabase(backend, { migrateTo: 10 });
+    try {
+      const buckets = Array.from({ length: DURATION_BUCKETS }, (_, bucket) => bucket);
+      const byColumn = buckets.map((bucket) => `d${bucket}::text`).join(', ');
+      const before = await database.handle.withSession(async (session) => {
+        // Calls the 0010 trigger counts, one in every bucket and more in some, on two days...
+        await session.exec(`
+          INSERT INTO runs (uuid, owner, configuration, status)
+          VALUES ('00000000-0000-4000-8000-000000000002', 'alice', 'histogram', 'running');
+          INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+          SELECT id, g, 'tool', timestamptz '2026-03-01 12:00Z' + (g % 2) * interval '1 day',
+                 (ARRAY[0, ${DURATION_THRESHOLDS_MS.join(', ')}])[(g % ${DURATION_BUCKETS}) + 1] + g % 3,
+                 'search', 'docs', g % 5 = 0, CASE WHEN g % 5 = 0 THEN 'failed' ELSE 'ok' END
+            FROM runs, generate_series(1, 400) AS g;`);
+        // ...and a row no trigger wrote: a different count, past 2^31 and 2^53, in every bucket.
+        await session.exec(`
+          INSERT INTO tool_outcome_daily (day, server, tool_name, ok, failed, cancelled, ${buckets.map((b) => `d${b}`).join(', ')})
+          VALUES ('2026-02-01', 'busy', 'ping', 9007199254740993, 2147483648, 7,
+                  ${buckets.map((b) => `${9_007_199_254_740_000n + BigInt(b) * 1_000_003n}`).join(', ')});`);
+        return session.query<{ key: string; counts: string; d: string[] }>(
+          `SELECT day || ' ' || server || ' ' || tool_name AS key, ok || ' ' || failed || ' ' || cancelled AS counts,
+                  ARRAY[${byColumn}] AS d
+             FROM tool_outcome_daily ORDER BY 1`,
+        );
+      });
+      expect(before).toHaveLength(3);
+      expect(before.every((row) => row.d.every((count) => count !== '0'))).toBe(true);
+      await migrate(database.handle);
+      const after = await database.handle.withSession((session) =>
+        session.query<{ key: string; counts: string; d: string[] }>(
+          `SELECT day || ' ' || server || ' ' || tool_name AS key, ok || ' ' || failed || ' ' || cancelled AS counts,
+                  durations::text[] AS d
+             FROM tool_outcome_daily ORDER BY 1`,
+        ),
+      );
+      expect(after).toEqual(before);
+    } finally {
+      await database.dispose();
+    }
   });
 
   it('add the outcome constraints NOT VALID first, and validate them in a later migration', () => {

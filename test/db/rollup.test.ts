@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps } from '../../drizzle/schema.ts';
+import { DURATION_BUCKETS, durationBucket } from '../../src/domain/duration-histogram.ts';
+import { statedOutcome } from '../../src/domain/stated-outcome.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 /** The daily rollup follows every way rows leave or enter run_steps, TRUNCATE included. */
@@ -29,6 +32,76 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   it('counts tool steps only: a non-tool step with the boolean is no call', async () => {
     await exec(insertSteps);
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
+  });
+
+  /** Every row of the rollup that counts something, as `day server tool` -> counts and histogram. */
+  const rollup = async () => {
+    const rows = await database.handle.withSession((s) =>
+      s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
+        `SELECT day || ' ' || server || ' ' || tool_name AS key, ok::text AS ok, failed::text AS failed,
+                cancelled::text AS cancelled, durations::text[] AS durations
+           FROM tool_outcome_daily`,
+      ),
+    );
+    return new Map(
+      rows
+        .map((r) => [r.key, [r.ok, r.failed, r.cancelled, ...r.durations].map(Number)] as const)
+        .filter(([, counts]) => counts.some((count) => count !== 0)),
+    );
+  };
+  /** The same, counted here from run_steps by the TypeScript twins of the SQL rules. */
+  const recount = async () => {
+    const counts = new Map<string, number[]>();
+    for (const step of await database.handle.db.select().from(runSteps)) {
+      const outcome = statedOutcome(step.kind, step.toolIsError, step.toolOutcome);
+      if (outcome === null) continue;
+      const key = `${step.occurredAt.toISOString().slice(0, 10)} ${step.server ?? ''} ${step.toolName ?? ''}`;
+      const row = counts.get(key) ?? new Array<number>(3 + DURATION_BUCKETS).fill(0);
+      for (const index of [
+        ['ok', 'failed', 'cancelled'].indexOf(outcome),
+        3 + durationBucket(step.durationMs),
+      ])
+        row[index] = (row[index] ?? 0) + 1;
+      counts.set(key, row);
+    }
+    return counts;
+  };
+
+  it('equals a recount of run_steps, histogram included, after inserts, updates and deletes', async () => {
+    await exec(`
+      INSERT INTO runs (uuid, owner, configuration, status) VALUES (gen_random_uuid(), 'alice', 'recount', 'running');
+      INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+      SELECT max(runs.id), 100 + g, 'tool', timestamptz '2026-05-01 23:30Z' + (g % 3) * interval '20 minutes',
+             (g * 7919) % 2000000, 'tool_' || (g % 4), CASE WHEN g % 9 = 0 THEN NULL ELSE 'srv_' || (g % 2) END,
+             g % 6 = 0, CASE WHEN g % 12 = 0 THEN 'cancelled' WHEN g % 6 = 0 THEN 'failed' END
+        FROM runs, generate_series(1, 300) AS g WHERE runs.configuration = 'recount' GROUP BY g;`);
+    expect((await recount()).size).toBeGreaterThan(10);
+    expect(await rollup()).toEqual(await recount());
+    // Durations move between buckets, calls between days, servers and outcomes.
+    await exec(`UPDATE run_steps SET duration_ms = duration_ms / 3 + 1 WHERE sequence % 4 = 0;
+      UPDATE run_steps SET occurred_at = occurred_at + interval '1 day', server = NULL WHERE sequence % 5 = 0;
+      UPDATE run_steps SET tool_is_error = NOT tool_is_error WHERE tool_outcome IS NULL AND sequence % 7 = 0;`);
+    expect(await rollup()).toEqual(await recount());
+    await exec('DELETE FROM run_steps WHERE sequence % 3 = 0');
+    expect(await rollup()).toEqual(await recount());
+  });
+
+  it('refuses a histogram that is not one count for each bucket, writing nothing', async () => {
+    const before = await rollup();
+    for (const durations of [
+      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS - 1}])`,
+      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS + 1}])`,
+      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}], ARRAY[0])`,
+      `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS}]) || NULL::bigint`,
+      `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS - 1}]) || NULL::bigint`,
+    ]) {
+      const refusal = await exec(
+        `INSERT INTO tool_outcome_daily (day, server, tool_name, ok, durations) VALUES ('2026-06-01', 'x', 'y', 1, ${durations})`,
+      ).catch((error: unknown) => error);
+      expect((refusal as { code?: string }).code).toBe('23514');
+      expect(String((refusal as Error).message)).toContain('tool_outcome_daily_durations_shape');
+    }
+    expect(await rollup()).toEqual(before);
   });
 
   it('is emptied by TRUNCATE run_steps, in the same transaction, and counts again from zero', async () => {
