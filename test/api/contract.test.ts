@@ -2,12 +2,13 @@ import { readFileSync } from 'node:fs';
 import { type GraphQLEnumType, isEnumType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { runSteps } from '../../drizzle/schema.ts';
-import { appendSteps, createRun } from '../../src/db/recording.ts';
 import { OUTCOME_LABELS, outcomeLabelKey } from '../../src/domain/labels.ts';
 import { TimelineOutcome } from '../../src/domain/timeline.ts';
 import { TOOL_OUTCOMES, ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
 import { printContract, schema } from '../../src/graphql/schema.ts';
+import { appendSteps } from '../../src/ledger/record-steps.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
 describe('the committed contract', () => {

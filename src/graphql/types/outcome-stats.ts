@@ -1,18 +1,7 @@
-import { outcomeStatsCells } from '../../db/outcome-stats.ts';
-import { DomainError } from '../../domain/errors.ts';
-import { checkInteger } from '../../domain/limits.ts';
-import {
-  bucketSpec,
-  checkBucketCount,
-  checkUtcOffset,
-  type OutcomeGroup,
-  STATS_LIMITS,
-  statsRange,
-  summarise,
-} from '../../domain/outcome-stats.ts';
-import { restrictOwners } from '../../domain/permissions.ts';
+import { STATS_LIMITS } from '../../domain/limits.ts';
+import type { OutcomeGroup } from '../../domain/outcome-stats.ts';
+import { toolOutcomeStats } from '../../ledger/outcome-stats.ts';
 import { builder } from '../builder.ts';
-import { badUserInput } from '../errors.ts';
 import { storableStrings } from '../input-text.ts';
 import { selectsAnyField } from '../selection.ts';
 import { ToolOutcomeEnum } from './enums.ts';
@@ -86,15 +75,6 @@ const ToolOutcomeGroupRef = builder.objectRef<OutcomeGroup>('ToolOutcomeGroup').
   }),
 });
 
-function asUserInput<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (error) {
-    if (error instanceof DomainError) throw badUserInput(error.message);
-    throw error;
-  }
-}
-
 builder.queryFields((t) => ({
   toolOutcomeStats: t.field({
     type: [ToolOutcomeGroupRef],
@@ -121,42 +101,13 @@ builder.queryFields((t) => ({
         description: 'Groups, at most 500.',
       }),
     },
-    resolve: async (_root, args, context, info) => {
-      const filter = args.filter ?? {};
+    resolve: (_root, args, context, info) => {
       for (const field of ['servers', 'tools', 'configurations', 'owners'] as const) {
-        storableStrings(filter[field], `filter.${field}`);
+        storableStrings(args.filter?.[field], `filter.${field}`);
       }
-      const { range, spec, first, minCalls } = asUserInput(() => {
-        const range = statsRange(filter.occurredAfter, filter.occurredBefore, new Date());
-        const spec = args.bucket ? bucketSpec(args.bucket, checkUtcOffset(args.utcOffsetMinutes)) : null;
-        if (spec) checkBucketCount(spec, range);
-        return {
-          range,
-          spec,
-          first: checkInteger(args.first, 'first', 0, STATS_LIMITS.maxGroups),
-          minCalls: checkInteger(args.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
-        };
-      });
-      const owners = restrictOwners(context.actor, filter.owners);
-      if (owners?.length === 0) return [];
-      const cells = await outcomeStatsCells(context.db, {
-        groupBy: [...new Set(args.groupBy)],
-        range,
-        spec,
-        servers: filter.servers,
-        tools: filter.tools,
-        configurations: filter.configurations,
-        owners,
-        outcomes: filter.outcomes,
+      return toolOutcomeStats(context, {
+        ...args,
         durations: selectsAnyField(info, ['p50DurationMs', 'p95DurationMs']),
-      });
-      return summarise(cells, {
-        spec,
-        range,
-        orderBy: args.orderBy?.field ?? 'key',
-        descending: (args.orderBy?.direction ?? 'asc') === 'desc',
-        minCalls,
-        first,
       });
     },
   }),
