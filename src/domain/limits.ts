@@ -11,8 +11,9 @@ import { InvalidInputError } from './errors.ts';
 /** Limits on what a client may send; each refusal names the field. */
 export const Limits = {
   nameLength: 200,
-  /** An MCP server's identifier, and a model name. */
+  /** An MCP server's identifier, a model name, an API key's actor. */
   shortNameLength: 100,
+  finishReasonLength: 64,
   idempotencyKeyLength: 200,
   /** A page of a connection (runs, steps): `first`. */
   defaultPageSize: 20,

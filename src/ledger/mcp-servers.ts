@@ -34,32 +34,33 @@ async function allowedServer(input: McpServerInput, policy: McpPolicy): Promise<
   return server;
 }
 
-export async function registerServer(
+/** A registration or an update: manage_servers, an allowed endpoint, then the write; `refusal` when it finds no row. */
+async function saveServer(
   { db, actor }: Scope,
   input: McpServerInput,
   policy: McpPolicy,
+  write: (db: Scope['db'], server: McpServerConfig) => Promise<McpServerRow | null>,
+  refusal: (identifier: string) => InvalidInputError,
 ): Promise<McpServerRow> {
   requirePermission(actor, 'manage_servers');
-  const row = await insertMcpServer(db, await allowedServer(input, policy));
-  if (!row) {
-    throw new InvalidInputError(
-      'SERVER_ALREADY_REGISTERED',
-      `${input.identifier} is already registered`,
-      'identifier',
-    );
-  }
+  const row = await write(db, await allowedServer(input, policy));
+  if (!row) throw refusal(input.identifier);
   return row;
 }
 
-export async function updateServer(
-  { db, actor }: Scope,
+const alreadyRegistered = (identifier: string) =>
+  new InvalidInputError('SERVER_ALREADY_REGISTERED', `${identifier} is already registered`, 'identifier');
+
+export function registerServer(
+  scope: Scope,
   input: McpServerInput,
   policy: McpPolicy,
 ): Promise<McpServerRow> {
-  requirePermission(actor, 'manage_servers');
-  const row = await updateMcpServer(db, await allowedServer(input, policy));
-  if (!row) throw serverNotFound(input.identifier);
-  return row;
+  return saveServer(scope, input, policy, insertMcpServer, alreadyRegistered);
+}
+
+export function updateServer(scope: Scope, input: McpServerInput, policy: McpPolicy): Promise<McpServerRow> {
+  return saveServer(scope, input, policy, updateMcpServer, serverNotFound);
 }
 
 export async function removeServer({ db, actor }: Scope, identifier: string): Promise<McpServerRow> {

@@ -150,7 +150,11 @@ function modelFacts(input: PlainStepInput, prefix: string): JsonObject {
     facts.estimatedCost = checkNumber(model.estimatedCost, `${prefix}model.estimatedCost`, 0, Limits.maxCost);
   }
   if (model?.finishReason != null)
-    facts.finishReason = checkName(model.finishReason, `${prefix}model.finishReason`, 64);
+    facts.finishReason = checkName(
+      model.finishReason,
+      `${prefix}model.finishReason`,
+      Limits.finishReasonLength,
+    );
   if (input.messageCount != null) {
     facts.messageCount = checkInteger(input.messageCount, `${prefix}messageCount`, 0, Limits.maxTokens);
   }

@@ -45,7 +45,7 @@ const OutcomeOrder = builder.inputType('OutcomeOrder', {
 });
 
 const ToolStepFilter = builder.inputType('ToolStepFilter', {
-  description: 'Tool calls to count. Without a range: the 30 days up to now. A range spans at most 400 days.',
+  description: `Tool calls to count. Without a range: the ${STATS_LIMITS.defaultRangeDays} days up to now. A range spans at most ${STATS_LIMITS.maxRangeDays} days.`,
   fields: (t) => ({
     occurredAfter: t.field({ type: 'DateTime', description: 'From this instant (inclusive).' }),
     occurredBefore: t.field({
@@ -98,7 +98,7 @@ builder.queryFields((t) => ({
       first: t.arg.int({
         defaultValue: STATS_LIMITS.defaultGroups,
         required: true,
-        description: 'Groups, at most 500.',
+        description: `Groups, at most ${STATS_LIMITS.maxGroups}.`,
       }),
     },
     resolve: (_root, args, context, info) => {

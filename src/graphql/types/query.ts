@@ -1,5 +1,6 @@
 import type { RunPageRow } from '../../db/runs.ts';
 import { listRuns } from '../../db/runs.ts';
+import { Limits } from '../../domain/limits.ts';
 import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
 import { decodeCursor, encodeCursor, isRunPosition, RUN_CURSOR, requireUuid } from '../ids.ts';
@@ -35,7 +36,9 @@ builder.queryFields((t) => ({
     type: RunConnection,
     description: 'Runs, newest first.',
     args: {
-      first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+      first: t.arg.int({
+        description: `Page size: default ${Limits.defaultPageSize}, at most ${Limits.maxPageSize}.`,
+      }),
       after: t.arg.string(),
       filter: t.arg({ type: RunFilter }),
     },

@@ -1,4 +1,6 @@
+import { MAX_CONTENT_BYTES } from '../../domain/bounding.ts';
 import { InvalidInputError, RunAlreadyExistsError } from '../../domain/errors.ts';
+import { Limits } from '../../domain/limits.ts';
 import { cancelRun, finishRun } from '../../ledger/end-run.ts';
 import {
   type AppendResult,
@@ -51,8 +53,7 @@ const WriteTargetInput = builder.inputType('WriteTargetInput', {
 });
 
 const ToolResultInput = builder.inputType('ToolResultInput', {
-  description:
-    'A typed tool result. FAILED and CANCELLED results keep no artifacts and no write target, whatever is sent. Content over 50,000 bytes is cut, never refused.',
+  description: `A typed tool result. FAILED and CANCELLED results keep no artifacts and no write target, whatever is sent. Content over ${MAX_CONTENT_BYTES.toLocaleString('en-US')} bytes is cut, never refused.`,
   fields: (t) => ({
     content: t.string({ required: true }),
     outcome: t.field({ type: ToolOutcomeEnum, required: true }),
@@ -143,7 +144,11 @@ const RecordStepsInput = builder.inputType('RecordStepsInput', {
   fields: (t) => ({
     runUuid: t.string({ required: true }),
     idempotencyKey: t.string(),
-    steps: t.field({ type: [BatchStepInput], required: true, description: 'At most 1,000; all or nothing.' }),
+    steps: t.field({
+      type: [BatchStepInput],
+      required: true,
+      description: `At most ${Limits.maxBatchSteps.toLocaleString('en-US')}; all or nothing.`,
+    }),
   }),
 });
 
@@ -186,7 +191,7 @@ builder.mutationFields((t) => ({
   }),
   recordSteps: t.field({
     type: RecordedSteps,
-    description: 'Up to 1,000 steps in one transaction: all are stored, or none.',
+    description: `Up to ${Limits.maxBatchSteps.toLocaleString('en-US')} steps in one transaction: all are stored, or none.`,
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: RecordStepsInput, required: true }) },
     resolve: (_root, { input }, context) => recordBatch(context, input),

@@ -1,4 +1,5 @@
 import type { StepRow } from '../../db/steps.ts';
+import { Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
 import { RunStep } from '../../domain/run-step.ts';
@@ -49,7 +50,9 @@ builder.node(RunRef, {
       type: RunStepConnection,
       description: 'Steps in sequence order.',
       args: {
-        first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+        first: t.arg.int({
+          description: `Page size: default ${Limits.defaultPageSize}, at most ${Limits.maxPageSize}.`,
+        }),
         after: t.arg.string(),
         kind: t.arg({ type: [StepKindEnum], description: 'Only steps of these kinds.' }),
         outcome: t.arg({ type: [ToolOutcomeEnum], description: 'Only steps stating one of these outcomes.' }),
