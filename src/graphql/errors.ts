@@ -118,8 +118,42 @@ function isExecutionResult(value: unknown): value is ExecutionResult {
 }
 
 /** Every error a client sees carries a stable `extensions.code` and nothing internal. */
+/**
+ * A domain refusal that reached the top (a query's, or one a mutation's union
+ * does not list), as a GraphQL error that keeps its `code`, and its `field`
+ * or `permission` when it names one.
+ */
+function fromDomainError(error: GraphQLError): GraphQLError {
+  const domain = error.originalError;
+  if (!(domain instanceof DomainError)) return error;
+  const named =
+    domain instanceof InvalidInputError && domain.field !== null
+      ? { field: domain.field }
+      : domain instanceof ForbiddenError
+        ? { permission: domain.permission }
+        : {};
+  // Without the original error: this is the client's refusal, for yoga neither to mask nor to log.
+  return new GraphQLError(domain.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    extensions: { code: domain.code, ...named },
+  });
+}
+
 export function useStableErrorCodes(production: boolean): Plugin {
   return {
+    // Runs before yoga's masking (user plugins come first): domain refusals are answered, not masked.
+    onExecute: () => ({
+      onExecuteDone: ({ result, setResult }) => {
+        if (!isExecutionResult(result) || !result.errors?.length) return;
+        setResult({
+          ...result,
+          errors: result.errors.map((error) => fromDomainError(error as GraphQLError)),
+        });
+      },
+    }),
     onResultProcess: ({ result, setResult }) => {
       if (!isExecutionResult(result) || !result.errors?.length) return;
       setResult({
@@ -130,27 +164,9 @@ export function useStableErrorCodes(production: boolean): Plugin {
   };
 }
 
-/**
- * A domain refusal that reached the top (a query's, or one a mutation's union
- * does not list), as a GraphQL error that keeps its `code`, and its `field`
- * or `permission` when it names one.
- */
-function fromDomainError(error: GraphQLError, domain: DomainError): GraphQLError {
-  const named =
-    domain instanceof InvalidInputError && domain.field !== null
-      ? { field: domain.field }
-      : domain instanceof ForbiddenError
-        ? { permission: domain.permission }
-        : {};
-  return rebuilt(error, domain.message, { code: domain.code, ...named });
-}
-
 /** Yoga's masking, with a code on what it masks. */
 export const maskUnexpectedError: typeof maskError = (error, message) => {
   if (isDatabaseUnavailable(error)) return databaseUnavailable();
-  if (error instanceof GraphQLError && error.originalError instanceof DomainError) {
-    return fromDomainError(error, error.originalError);
-  }
   // Never in "development" mode: that mode would put the original error and its stack in the answer.
   const masked = maskError(error, message, false);
   // Only what was actually masked is internal; a client's GraphQLError passes through as it is.
