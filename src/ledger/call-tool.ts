@@ -46,6 +46,8 @@ function checkedCall(input: CallToolInput) {
   );
   return {
     runUuid,
+    /** The registered server's identifier, checked with the facts. */
+    server: input.server,
     facts,
     arguments: args,
     timeoutMs: checkInteger(input.timeoutMs, 'timeoutMs', 1, Limits.maxToolCallTimeoutMs),
@@ -75,8 +77,8 @@ export async function callTool(
   // 1. Who may do it.
   requirePermission(actor, 'record');
   const call = checkedCall(input);
-  const server = await findMcpServer(db, call.facts.server ?? '');
-  if (!server) throw serverNotFound(call.facts.server ?? '');
+  const server = await findMcpServer(db, call.server);
+  if (!server) throw serverNotFound(call.server);
   const [run] = await findRunsByUuids(db, [call.runUuid]);
   if (!run || !canRecordIntoRunOf(actor, run.owner)) throw new RunNotFoundError(call.runUuid);
   checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
