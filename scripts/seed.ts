@@ -1,6 +1,6 @@
 import { openDatabaseForCommand } from '../src/db/command.ts';
 import { migrate } from '../src/db/migrator.ts';
-import { DEMO_RUN_UUID, seedDemoData } from '../src/db/seed.ts';
+import { DEMO_RUN_UUID, seedDemoData } from '../src/ledger/seed.ts';
 
 // npm run seed: demo runs in the database the service uses (DATABASE_URL, else the embedded one).
 const handle = await openDatabaseForCommand();

@@ -1,9 +1,11 @@
 import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { DatabaseHandle } from './db/connection.ts';
+import { RequestLimits } from './domain/limits.ts';
 import { type Context, createContext } from './graphql/context.ts';
-import { maskUnexpectedError, useStableErrorCodes } from './graphql/error-codes.ts';
-import { protectionPlugins, RequestLimits } from './graphql/protection.ts';
+import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
+import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
+import { mcpDependencies } from './ledger/mcp.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
@@ -31,11 +33,11 @@ export function createServer({
   mcp = mcpSettingsFromEnv(),
   production = process.env.NODE_ENV === 'production',
 }: ServerOptions): Server {
-  const policy = new McpPolicy(mcp);
+  const tools = mcpDependencies(new McpPolicy(mcp), calls);
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request, calls, policy),
+    context: ({ request }) => createContext(handle, request, tools),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
     // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { and, asc, eq, isNull, or, sql } from 'drizzle-orm';
 import { apiKeys } from '../../drizzle/schema.ts';
 import { InvalidInputError } from '../domain/errors.ts';
-import { checkName } from '../domain/limits.ts';
+import { checkName, Limits } from '../domain/limits.ts';
 import { type Actor, type Permission, parsePermissions } from '../domain/permissions.ts';
 import type { Database } from './connection.ts';
 
@@ -20,7 +20,7 @@ export async function createApiKey(
   actor: string,
   permissions: readonly string[],
 ): Promise<{ key: string; row: ApiKeyRow }> {
-  checkName(actor, 'actor', 100);
+  checkName(actor, 'actor', Limits.shortNameLength);
   if (!/^[\w.@-]+$/.test(actor)) {
     throw new InvalidInputError('VALUE_INVALID', 'actor may hold letters, digits and . @ - _ only', 'actor');
   }

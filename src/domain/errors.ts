@@ -57,3 +57,10 @@ export class RunAlreadyExistsError extends DomainError {
     super('RUN_ALREADY_EXISTS', `a different run ${runUuid} already exists`);
   }
 }
+
+/** The actor lacks a permission the request needs (FORBIDDEN); `permission` names it. */
+export class ForbiddenError extends DomainError {
+  constructor(readonly permission: string) {
+    super('FORBIDDEN', `this needs the ${permission} permission`);
+  }
+}

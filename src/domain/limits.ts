@@ -1,10 +1,31 @@
 import { isStorableText } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 
+/**
+ * Every limit of the service, in one place: what a client may send (`Limits`),
+ * what one statistics query may ask (`STATS_LIMITS`) and what one GraphQL
+ * request may ask (`RequestLimits`). The HTTP server's own limits (times,
+ * connections, headers) are settings, in src/transport.ts.
+ */
+
 /** Limits on what a client may send; each refusal names the field. */
 export const Limits = {
   nameLength: 200,
+  /** An MCP server's identifier, a model name, an API key's actor. */
+  shortNameLength: 100,
+  finishReasonLength: 64,
   idempotencyKeyLength: 200,
+  /** A page of a connection (runs, steps): `first`. */
+  defaultPageSize: 20,
+  maxPageSize: 100,
+  /** A callTool deadline, in milliseconds. */
+  defaultToolCallTimeoutMs: 60_000,
+  maxToolCallTimeoutMs: 600_000,
+  /** A registered MCP server: its URL, its program's arguments (how many, how long each). */
+  maxServerUrlLength: 2_000,
+  maxServerArgs: 50,
+  maxServerArgLength: 1_000,
+  maxServerHeaders: 20,
   maxRound: 100_000,
   /** About 24 days: the longest duration an integer column of milliseconds holds comfortably. */
   maxDurationMs: 2_000_000_000,
@@ -26,6 +47,27 @@ export const Limits = {
   maxClockSkewMs: 5 * 60_000,
 } as const;
 
+/** What one statistics query may ask. */
+export const STATS_LIMITS = {
+  defaultRangeDays: 30,
+  maxRangeDays: 400,
+  maxBuckets: 2_000,
+  maxGroups: 500,
+  defaultGroups: 100,
+  maxUtcOffsetMinutes: 14 * 60,
+} as const;
+
+/** What one GraphQL request may ask; each refusal has its own code (see graphql/errors.ts). */
+export const RequestLimits = {
+  maxDepth: 12,
+  maxCost: 50_000,
+  maxAliases: 15,
+  maxTokens: 5_000,
+  maxDirectives: 20,
+  /** A request body: room for a batch of 1,000 steps or a 10 MB tool result, which is bounded, not refused. */
+  maxBodyBytes: 16 * 1024 * 1024,
+} as const;
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -42,7 +84,8 @@ export function unstorable(field: string): InvalidInputError {
   );
 }
 
-export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
+/** A text a client sends (a URL, a program, an argument): not empty, at most `maxLength`, storable, no control characters. */
+export function checkText(value: string, field: string, maxLength: number): string {
   if (value.length === 0) throw new InvalidInputError('VALUE_EMPTY', `${field} must not be empty`, field);
   if (value.length > maxLength) {
     throw new InvalidInputError('VALUE_TOO_LONG', `${field} is longer than ${maxLength} characters`, field);
@@ -51,6 +94,11 @@ export function checkName(value: string, field: string, maxLength: number = Limi
   if (CONTROL.test(value))
     throw new InvalidInputError('VALUE_INVALID', `${field} contains control characters`, field);
   return value;
+}
+
+/** A name, key or identifier: a text of at most 200 characters unless told otherwise. */
+export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
+  return checkText(value, field, maxLength);
 }
 
 export function checkInteger(value: number, field: string, min: number, max: number): number {

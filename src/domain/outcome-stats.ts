@@ -1,5 +1,6 @@
 import { DURATION_BUCKETS, histogramQuantile } from './duration-histogram.ts';
 import { InvalidInputError } from './errors.ts';
+import { STATS_LIMITS } from './limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 
 export type OutcomeDimension = 'server' | 'tool' | 'configuration' | 'owner';
@@ -15,15 +16,6 @@ export const BUCKET_MS: Readonly<Record<TimeBucket, number>> = {
 };
 /** Weeks start on Monday; 1970-01-01 was a Thursday. */
 const BUCKET_ANCHOR_MS: Readonly<Record<TimeBucket, number>> = { hour: 0, day: 0, week: 4 * DAY_MS };
-
-export const STATS_LIMITS = {
-  defaultRangeDays: 30,
-  maxRangeDays: 400,
-  maxBuckets: 2_000,
-  maxGroups: 500,
-  defaultGroups: 100,
-  maxUtcOffsetMinutes: 14 * 60,
-} as const;
 
 /** How instants map to time buckets: `index = floor((t + offset - anchor) / size)`. */
 export interface BucketSpec {

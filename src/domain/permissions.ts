@@ -1,4 +1,4 @@
-import { InvalidInputError } from './errors.ts';
+import { ForbiddenError, InvalidInputError } from './errors.ts';
 
 /** What a key lets its actor do. */
 export const PERMISSIONS = [
@@ -39,9 +39,19 @@ export function can(actor: Actor, permission: Permission): boolean {
   return actor.permissions.has(permission);
 }
 
+/** Refuses with FORBIDDEN unless the actor may cancel at least its own runs. */
+export function requireSomeCancelPermission(actor: Actor): void {
+  if (!can(actor, 'cancel_any_run')) requirePermission(actor, 'cancel_own_runs');
+}
+
 /** Whose runs an actor sees: everyone's with read_all_runs, else its own (if it may read them). */
 export function canSeeRunOf(actor: Actor, owner: string): boolean {
   return can(actor, 'read_all_runs') || (can(actor, 'read_own_runs') && owner === actor.name);
+}
+
+/** Registered MCP servers are listed to anyone who may read runs or manage servers. */
+export function canListServers(actor: Actor): boolean {
+  return (['read_own_runs', 'read_all_runs', 'manage_servers'] as const).some((p) => can(actor, p));
 }
 
 /** Owners to restrict a listing to; null means no restriction. */
@@ -50,6 +60,17 @@ export function visibleOwners(actor: Actor): readonly string[] | null {
   return can(actor, 'read_own_runs') ? [actor.name] : [];
 }
 
+/** Refuses with FORBIDDEN unless the actor holds the permission. */
+export function requirePermission(actor: Actor, permission: Permission): void {
+  if (!can(actor, permission)) throw new ForbiddenError(permission);
+}
+
+/** Steps go into one's own runs only, and only with record. */
+export function canRecordIntoRunOf(actor: Actor, owner: string): boolean {
+  return can(actor, 'record') && owner === actor.name;
+}
+
+/** An operator may cancel any run with cancel_any_run, its own with cancel_own_runs. */
 export function canCancelRunOf(actor: Actor, owner: string): boolean {
   return can(actor, 'cancel_any_run') || (can(actor, 'cancel_own_runs') && owner === actor.name);
 }

@@ -38,6 +38,11 @@ export function checkRunAcceptsSteps(run: RunState, steps: readonly RunStep[]): 
   }
 }
 
+/** A tool is called inside a run that has not ended; a call's step after a cancel is for calls already on the wire. */
+export function checkRunTakesCalls(run: RunState): void {
+  if (isTerminalStatus(run.status)) throw new RunTerminalError(run.uuid, run.status, 'it takes no new calls');
+}
+
 /** A run ends once: terminal states are final. */
 export function checkRunCanEnd(run: RunState): void {
   if (isTerminalStatus(run.status)) throw new RunTerminalError(run.uuid, run.status, 'it has already ended');

@@ -3,7 +3,7 @@ import { Limits } from './limits.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import { isStepKind, type StepKind } from './step-kind.ts';
 import { isErrorOutcome, isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
-import type { JsonValue, WriteTarget } from './tool-result.ts';
+import { decodeWriteTarget, type JsonValue, type WriteTarget } from './tool-result.ts';
 
 export type JsonObject = { [key: string]: JsonValue };
 
@@ -165,6 +165,11 @@ export class RunStep {
     };
   }
 
+  /** The write target a stored row records: a tool_write row's, else none. */
+  static writeTargetOf(record: { kind: string; metadata: Record<string, unknown> }): WriteTarget | null {
+    return record.kind === 'tool_write' ? decodeWriteTarget(record.metadata.writeTarget) : null;
+  }
+
   /** A stored row, read back through the same refusals a new step meets. */
   static fromRecord(record: RunStepRecord): RunStep {
     const { writeTarget, ...metadata } = record.metadata;
@@ -178,7 +183,7 @@ export class RunStep {
       server: record.server,
       toolIsError: record.toolIsError,
       toolOutcome: record.toolOutcome as ToolOutcome | null,
-      writeTarget: (writeTarget as WriteTarget | undefined) ?? null,
+      writeTarget: decodeWriteTarget(writeTarget),
       payload: record.payload,
       metadata,
     });

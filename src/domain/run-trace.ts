@@ -32,6 +32,15 @@ export interface PlainStep {
   metadata?: JsonObject;
 }
 
+/** The one refusal of a tool step sent without a result, or with two (isError and result). */
+export function toolStepNeedsResult(field: string): InvalidInputError {
+  return new InvalidInputError(
+    'STEP_TOOL_NEEDS_RESULT',
+    'a tool step is recorded from its result: isError (with content) or a typed result, exactly one',
+    field,
+  );
+}
+
 const utf8 = new TextEncoder();
 const byteLength = (text: string) => utf8.encode(text).length;
 
@@ -77,11 +86,7 @@ export class RunTrace {
 
   recordStep(step: PlainStep): RunStep {
     if ((step.kind as StepKind) === 'tool' || (step.kind as StepKind) === 'tool_write') {
-      throw new InvalidInputError(
-        'STEP_TOOL_NEEDS_RESULT',
-        'tool steps are recorded from a tool result',
-        'kind',
-      );
+      throw toolStepNeedsResult('kind');
     }
     const repairs = new RepairCount();
     const payload = repairJson(step.payload ?? {}, repairs);

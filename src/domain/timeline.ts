@@ -3,22 +3,14 @@ import type { RunStep } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import type { ToolOutcome } from './tool-outcome.ts';
 
-/** The outcome a timeline entry shows; the same strings as `ToolOutcome`. */
-export const TimelineOutcome = {
-  OUTCOME_OK: 'ok',
-  OUTCOME_FAILED: 'failed',
-  OUTCOME_CANCELLED: 'cancelled',
-} as const satisfies Record<string, ToolOutcome>;
-
-export type TimelineOutcome = (typeof TimelineOutcome)[keyof typeof TimelineOutcome];
-
 export interface TimelineEntry {
   sequence: number;
   kind: StepKind;
   occurredAt: Date;
   round: number;
   durationMs: number;
-  outcome: TimelineOutcome | null;
+  /** The step's stated outcome (the boolean-first rule); null when it states none. */
+  outcome: ToolOutcome | null;
   outcomeLabel: string | null;
   detail: string;
 }

@@ -19,6 +19,15 @@ export interface WriteTarget {
   readonly kind: WriteKind;
 }
 
+/** A write target as stored in a step's metadata; null when the value is not one. */
+export function decodeWriteTarget(value: unknown): WriteTarget | null {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+  const { table, uid, kind } = value as Record<string, unknown>;
+  if (typeof table !== 'string' || typeof uid !== 'string' || (kind !== 'created' && kind !== 'updated'))
+    return null;
+  return { table, uid, kind };
+}
+
 /**
  * The result of one tool call. It holds one outcome; `isError` is derived from
  * it, so "cancelled but not an error" cannot be represented. Failed and

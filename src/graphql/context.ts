@@ -2,21 +2,19 @@ import { GraphQLError } from 'graphql';
 import { actorForKey } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
-import { type Actor, can, type Permission } from '../domain/permissions.ts';
-import type { InFlightCalls } from '../mcp/in-flight-calls.ts';
-import type { McpPolicy } from '../mcp/outbound-policy.ts';
+import type { Actor } from '../domain/permissions.ts';
+import type { McpDependencies } from '../ledger/mcp.ts';
+import type { Scope } from '../ledger/scope.ts';
 import { databaseUnavailable, ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
-export interface Context {
-  db: DatabaseHandle['db'];
+/** A request's context: the use cases' scope (database, actor), the loaders, and what MCP calls need. */
+export interface Context extends Scope {
   loaders: Loaders;
   /** Who is asking, from the request's API key. */
   actor: Actor;
-  /** Tool calls on the wire in this process, by run. */
-  calls: InFlightCalls;
-  /** The operator's MCP settings: hosts, programs, environment. */
-  mcp: McpPolicy;
+  /** The operator's MCP settings and the tool calls on the wire in this process. */
+  mcp: McpDependencies;
 }
 
 function unauthenticated(message: string): GraphQLError {
@@ -47,20 +45,8 @@ export async function authenticate(handle: DatabaseHandle, request: Request): Pr
 export async function createContext(
   handle: DatabaseHandle,
   request: Request,
-  calls: InFlightCalls,
-  mcp: McpPolicy,
+  mcp: McpDependencies,
 ): Promise<Context> {
   const actor = await authenticate(handle, request);
-  return { db: handle.db, loaders: createLoaders(handle.db, actor), actor, calls, mcp };
-}
-
-export function forbidden(permission: Permission): GraphQLError {
-  return new GraphQLError(`this needs the ${permission} permission`, {
-    extensions: { code: ErrorCode.Forbidden, permission },
-  });
-}
-
-/** Refuses with FORBIDDEN unless the actor holds the permission. */
-export function requirePermission(context: Context, permission: Permission): void {
-  if (!can(context.actor, permission)) throw forbidden(permission);
+  return { db: handle.db, loaders: createLoaders({ db: handle.db, actor }), actor, mcp };
 }

@@ -1,6 +1,4 @@
 import DataLoader from 'dataloader';
-import type { Database } from '../db/connection.ts';
-import { outcomeStatsCells } from '../db/outcome-stats.ts';
 import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
 import {
   allStepsOfRuns,
@@ -10,14 +8,10 @@ import {
   sliceStepsOfRuns,
   tallyToolOutcomesOfRuns,
 } from '../db/steps.ts';
-import {
-  NO_OUTCOMES,
-  type OutcomeCounts,
-  type OutcomeTally,
-  outcomeCounts,
-} from '../domain/outcome-counts.ts';
-import { statsRange, summarise } from '../domain/outcome-stats.ts';
-import { type Actor, canSeeRunOf, restrictOwners } from '../domain/permissions.ts';
+import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally } from '../domain/outcome-counts.ts';
+import { canSeeRunOf } from '../domain/permissions.ts';
+import { serverOutcomeCounts } from '../ledger/outcome-stats.ts';
+import type { Scope } from '../ledger/scope.ts';
 
 function byKey<K, V>(rows: readonly V[], key: (row: V) => K): Map<K, V> {
   return new Map(rows.map((row) => [key(row), row]));
@@ -34,38 +28,18 @@ export interface StepSliceKey {
  * the actor may not see loads as null, exactly like a run that does not exist,
  * and so do its steps.
  */
-export function createLoaders(db: Database, actor: Actor) {
+export function createLoaders(scope: Scope) {
+  const { db, actor } = scope;
   const visible = (run: RunRow | undefined) => (run && canSeeRunOf(actor, run.owner) ? run : null);
   const runById = new DataLoader<number, RunRow | null>(async (ids) => {
     const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
     return ids.map((id) => visible(rows.get(id)));
   });
-  const noCalls = outcomeCounts(NO_OUTCOMES);
   return {
     /** Tool calls per MCP server over the last 30 days, in runs the actor may see: one statement for all servers. */
-    serverOutcomeCounts: new DataLoader<string, OutcomeCounts>(async (servers) => {
-      const owners = restrictOwners(actor, null);
-      if (owners?.length === 0) return servers.map(() => noCalls);
-      const range = statsRange(null, null, new Date());
-      const cells = await outcomeStatsCells(db, {
-        groupBy: ['server'],
-        range,
-        spec: null,
-        servers,
-        owners,
-        durations: false,
-      });
-      const groups = summarise(cells, {
-        spec: null,
-        range,
-        orderBy: 'key',
-        descending: false,
-        minCalls: 0,
-        first: servers.length,
-      });
-      const byServer = new Map(groups.map((group) => [group.server, group.counts]));
-      return servers.map((server) => byServer.get(server) ?? noCalls);
-    }),
+    serverOutcomeCounts: new DataLoader<string, OutcomeCounts>((servers) =>
+      serverOutcomeCounts(scope, servers),
+    ),
     runByUuid: new DataLoader<string, RunRow | null>(async (uuids) => {
       const rows = byKey(await findRunsByUuids(db, uuids), (r) => r.uuid);
       return uuids.map((uuid) => visible(rows.get(uuid)));

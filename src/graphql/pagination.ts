@@ -1,32 +1,13 @@
+import { Limits } from '../domain/limits.ts';
 import { badUserInput } from './errors.ts';
-
-export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 100;
 
 /** `first` as a row count: the default when absent, refused when negative or over the maximum. */
 export function pageSize(first: number | null | undefined): number {
-  if (first === null || first === undefined) return DEFAULT_PAGE_SIZE;
-  if (!Number.isInteger(first) || first < 0 || first > MAX_PAGE_SIZE) {
-    throw badUserInput(`first must be between 0 and ${MAX_PAGE_SIZE}`, 'first');
+  if (first === null || first === undefined) return Limits.defaultPageSize;
+  if (!Number.isInteger(first) || first < 0 || first > Limits.maxPageSize) {
+    throw badUserInput(`first must be between 0 and ${Limits.maxPageSize}`, 'first');
   }
   return first;
-}
-
-/** Cursors are opaque to clients: a kind and a JSON value, base64url-encoded. */
-export function encodeCursor(kind: string, value: unknown): string {
-  return Buffer.from(JSON.stringify([kind, value])).toString('base64url');
-}
-
-export function decodeCursor<T>(kind: string, cursor: string, isValue: (value: unknown) => value is T): T {
-  try {
-    const decoded: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(decoded) && decoded.length === 2 && decoded[0] === kind && isValue(decoded[1])) {
-      return decoded[1];
-    }
-  } catch {
-    // fall through to the refusal
-  }
-  throw badUserInput('after is not a cursor of this list', 'after');
 }
 
 export interface Page<T> {

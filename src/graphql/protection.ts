@@ -3,25 +3,8 @@ import { maxDepthPlugin } from '@escape.tech/graphql-armor-max-depth';
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention';
 import { NoSchemaIntrospectionCustomRule } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { ErrorCode } from './errors.ts';
-
-/** Limits on what one request may ask; each refusal has its own code (see error-codes.ts). */
-export const RequestLimits = {
-  maxDepth: 12,
-  maxCost: 50_000,
-  maxAliases: 15,
-  maxTokens: 5_000,
-  maxDirectives: 20,
-  /** A request body: room for a batch of 1,000 steps or a 10 MB tool result, which is bounded, not refused. */
-  maxBodyBytes: 16 * 1024 * 1024,
-} as const;
-
-/** The one answer to a body over the limit, whatever its framing (Content-Length or chunked). */
-export const requestTooLarge = {
-  status: 413,
-  code: ErrorCode.RequestTooLarge,
-  message: `the request body is over ${RequestLimits.maxBodyBytes} bytes`,
-} as const;
+import { RequestLimits } from '../domain/limits.ts';
+import { requestTooLarge } from './errors.ts';
 
 /**
  * After a body is refused for its size the rest of it is never read: close the
@@ -60,7 +43,7 @@ export function protectionPlugins(production: boolean): Plugin[] {
       maxAliases: { n: RequestLimits.maxAliases, exposeLimits: true },
       maxTokens: { n: RequestLimits.maxTokens, exposeLimits: true },
       maxDirectives: { n: RequestLimits.maxDirectives, exposeLimits: true },
-      // Suggestions are stripped from every error in production (error-codes.ts), not only validation's.
+      // Suggestions are stripped from every error in production (errors.ts), not only validation's.
       blockFieldSuggestion: { enabled: false },
     }) as Plugin,
     ...(production ? [disableIntrospection()] : []),

@@ -4,6 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { isWebUrl } from '../domain/mcp-server.ts';
 import { bareHost, type McpPolicy, normaliseAddress } from './outbound-policy.ts';
 import { McpTransportError } from './transport-error.ts';
 
@@ -24,7 +25,7 @@ export class GuardedFetch {
 
   readonly fetch: FetchLike = async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    if (!isWebUrl(url)) {
       throw this.#refuse(`${url.protocol} is neither http nor https`);
     }
     const host = bareHost(url.hostname);

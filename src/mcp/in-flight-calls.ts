@@ -20,7 +20,7 @@ export class InFlightCalls {
   }
 
   /** Aborts every call of the run; returns how many there were. */
-  cancelRun(runUuid: string): number {
+  abortCallsOf(runUuid: string): number {
     const calls = [...(this.#byRun.get(runUuid) ?? [])];
     for (const controller of calls) controller.abort();
     return calls.length;

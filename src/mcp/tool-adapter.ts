@@ -16,7 +16,8 @@ import { type McpFaultCode, McpTransportError } from './transport-error.ts';
 /** How long a cut-off call's connection stays open for its cancellation to reach the server. */
 const CANCEL_GRACE_MS = 1_000;
 
-export interface ToolCallOutcome {
+/** What became of one attempt at a call: the result, whether the server answered, how long it took. */
+export interface ToolCallAttempt {
   result: ToolResult;
   /** True when the server answered at all (an isError answer included). */
   answered: boolean;
@@ -122,7 +123,7 @@ export async function callMcpTool(
   tool: string,
   args: Record<string, unknown>,
   options: { signal: AbortSignal; timeoutMs: number; policy: McpPolicy },
-): Promise<ToolCallOutcome> {
+): Promise<ToolCallAttempt> {
   const started = performance.now();
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = AbortSignal.any([options.signal, deadline]);

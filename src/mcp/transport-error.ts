@@ -78,8 +78,9 @@ export class McpTransportError extends Error {
     );
   }
 
-  static missingCredential(server: string): McpTransportError {
-    return new McpTransportError(McpFault.MissingCredential, `no credential for ${clipRemoteText(server)}`);
+  /** No credential, or one the server refused; `detail` says which header, or what the server said. */
+  static missingCredential(detail: string): McpTransportError {
+    return new McpTransportError(McpFault.MissingCredential, `no credential for ${clipRemoteText(detail)}`);
   }
 
   /** A header references an environment variable that is not set: named, its value never shown. */

@@ -2,12 +2,12 @@ import { readFileSync } from 'node:fs';
 import { type GraphQLEnumType, isEnumType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { runSteps } from '../../drizzle/schema.ts';
-import { appendSteps, createRun } from '../../src/db/recording.ts';
 import { OUTCOME_LABELS, outcomeLabelKey } from '../../src/domain/labels.ts';
-import { TimelineOutcome } from '../../src/domain/timeline.ts';
 import { TOOL_OUTCOMES, ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
 import { printContract, schema } from '../../src/graphql/schema.ts';
+import { appendSteps } from '../../src/ledger/record-steps.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestDatabase } from '../support/databases.ts';
 
 describe('the committed contract', () => {
@@ -65,12 +65,10 @@ describe('the committed contract', () => {
 });
 
 describe('one string travels, end to end (SPEC 2.1)', () => {
-  it('enum values, stored values, timeline constants, label keys and GraphQL enum values are the same strings', async () => {
+  it('enum values, stored values, label keys and GraphQL enum values are the same strings', async () => {
     const domain = [...TOOL_OUTCOMES];
     expect(domain).toEqual(['ok', 'failed', 'cancelled']);
     expect(Object.values(ToolOutcome)).toEqual(domain);
-
-    expect(Object.values(TimelineOutcome)).toEqual(domain);
 
     for (const locale of Object.keys(OUTCOME_LABELS) as Array<keyof typeof OUTCOME_LABELS>) {
       const suffixes = Object.keys(OUTCOME_LABELS[locale]).map((key) =>

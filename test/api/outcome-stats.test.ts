@@ -3,12 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
 import { selectRows } from '../../src/db/connection.ts';
 import { outcomeStatsCells, type StatsQuery } from '../../src/db/outcome-stats.ts';
-import { appendSteps, createRun, finishRun } from '../../src/db/recording.ts';
-import { appendLegacyToolStep } from '../../src/db/seed.ts';
+import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { DURATION_THRESHOLDS_MS, durationBucket } from '../../src/domain/duration-histogram.ts';
 import { bucketSpec, summarise } from '../../src/domain/outcome-stats.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
+import { endRun } from '../../src/ledger/end-run.ts';
+import { appendSteps } from '../../src/ledger/record-steps.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
@@ -98,7 +100,7 @@ async function record(api: TestApi, calls: Call[]) {
       sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms)
           values (${run.id}, 100000, 'tool', ${new Date(BASE + DAY).toISOString()}::timestamptz, 'search', 'github', 5)`,
     );
-    await finishRun(db, { runUuid: run.uuid, status: 'completed', reason: 'completed' });
+    await endRun(db, { runUuid: run.uuid, status: 'completed', reason: 'completed' });
   }
 }
 
@@ -401,30 +403,33 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(viaFragment.data?.toolOutcomeStats.every((g) => g.p95DurationMs !== null)).toBe(true);
   });
 
-  it('refuses a reversed range, a range over 400 days, too many buckets, a bad offset and first over 500', async () => {
-    const codes = async (variables: Record<string, unknown>) =>
-      (await api.query(STATS, variables)).errors?.map((e) => e.extensions?.code);
+  it('refuses a reversed range, a range over 400 days, too many buckets, a bad offset and first over 500, each with its code and field', async () => {
+    const refusals = async (variables: Record<string, unknown>) =>
+      (await api.query(STATS, variables)).errors?.map((e) => [e.extensions?.code, e.extensions?.field]);
     expect(
-      await codes({
+      await refusals({
         groupBy: ['SERVER'],
         filter: { occurredAfter: '2026-11-03T00:00:00Z', occurredBefore: '2026-11-02T00:00:00Z' },
       }),
-    ).toEqual(['BAD_USER_INPUT']);
+    ).toEqual([['RANGE_EMPTY', 'filter']]);
     expect(
-      await codes({
+      await refusals({
         groupBy: ['SERVER'],
         filter: { occurredAfter: '2024-01-01T00:00:00Z', occurredBefore: '2026-01-01T00:00:00Z' },
       }),
-    ).toEqual(['BAD_USER_INPUT']);
+    ).toEqual([['RANGE_TOO_LONG', 'filter']]);
+    // The README promises TOO_MANY_BUCKETS: the domain's code reaches the client, not BAD_USER_INPUT.
     expect(
-      await codes({
+      await refusals({
         groupBy: ['SERVER'],
         bucket: 'HOUR',
         filter: { occurredAfter: '2026-01-01T00:00:00Z', occurredBefore: '2026-11-01T00:00:00Z' },
       }),
-    ).toEqual(['BAD_USER_INPUT']);
-    expect(await codes({ groupBy: ['SERVER'], bucket: 'DAY', offset: 900 })).toEqual(['BAD_USER_INPUT']);
-    expect(await codes({ groupBy: ['SERVER'], first: 501 })).toEqual(['BAD_USER_INPUT']);
+    ).toEqual([['TOO_MANY_BUCKETS', 'bucket']]);
+    expect(await refusals({ groupBy: ['SERVER'], bucket: 'DAY', offset: 900 })).toEqual([
+      ['VALUE_OUT_OF_RANGE', 'utcOffsetMinutes'],
+    ]);
+    expect(await refusals({ groupBy: ['SERVER'], first: 501 })).toEqual([['VALUE_OUT_OF_RANGE', 'first']]);
   });
 });
 

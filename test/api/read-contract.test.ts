@@ -167,7 +167,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
     const list = `query ($after: String) { runs(first: 1, after: $after, filter: { configuration: ["same-instant"] }) {
       edges { node { uuid } } pageInfo { endCursor hasNextPage } } }`;
     const db = api.database.handle.db;
-    const { createRun } = await import('../../src/db/recording.ts');
+    const { createRun } = await import('../../src/ledger/start-run.ts');
     const instant = new Date('2026-10-01T00:00:00.123Z');
     const made = [];
     for (let i = 0; i < 3; i += 1)

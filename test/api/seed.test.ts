@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { and, eq, isNotNull, isNull } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
-import { DEMO_RUN_UUID, seedDemoData } from '../../src/db/seed.ts';
+import { DEMO_RUN_UUID, seedDemoData } from '../../src/ledger/seed.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { appendSteps, createRun } from '../../src/db/recording.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
+import { appendSteps } from '../../src/ledger/record-steps.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 

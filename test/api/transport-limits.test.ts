@@ -1,7 +1,7 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
-import { RequestLimits } from '../../src/graphql/protection.ts';
+import { RequestLimits } from '../../src/domain/limits.ts';
 import { createServer, type Server } from '../../src/server.ts';
 import { defaultTransportLimits, TRANSPORT_SETTINGS, transportLimitsFromEnv } from '../../src/transport.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';

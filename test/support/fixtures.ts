@@ -1,8 +1,10 @@
 import type { Database } from '../../src/db/connection.ts';
-import { appendSteps, createRun, finishRun } from '../../src/db/recording.ts';
-import { appendLegacyToolStep } from '../../src/db/seed.ts';
+import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import type { ToolCall } from '../../src/domain/run-trace.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
+import { endRun } from '../../src/ledger/end-run.ts';
+import { appendSteps } from '../../src/ledger/record-steps.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
 
 export const T0 = new Date('2026-11-20T10:00:00.000Z');
 export const at = (seconds: number) => new Date(T0.getTime() + seconds * 1000);
@@ -61,7 +63,7 @@ export async function recordFixtureRuns(db: Database) {
   });
   await appendLegacyToolStep(db, runA.uuid, call('search', 'github', 8, 2), true); // 8 legacy failed
   await appendLegacyToolStep(db, runA.uuid, call('read_file', 'fs', 9, 2), false); // 9 legacy ok
-  await finishRun(db, { runUuid: runA.uuid, status: 'cancelled', reason: 'cancelled', finishedAt: at(10) });
+  await endRun(db, { runUuid: runA.uuid, status: 'cancelled', reason: 'cancelled', finishedAt: at(10) });
 
   const runB = await createRun(db, { owner: 'bob', configuration: 'docs', createdAt: at(3600) });
   await appendSteps(db, {
@@ -70,7 +72,7 @@ export async function recordFixtureRuns(db: Database) {
       trace.recordToolExecution(call('search', 'github', 3601), 'ok', false);
     },
   });
-  await finishRun(db, { runUuid: runB.uuid, status: 'completed', reason: 'completed', finishedAt: at(3700) });
+  await endRun(db, { runUuid: runB.uuid, status: 'completed', reason: 'completed', finishedAt: at(3700) });
 
   const runC = await createRun(db, { owner: 'alice', configuration: 'docs', createdAt: at(7200) });
   return { runA, runB, runC };

@@ -1,23 +1,15 @@
-import {
-  findMcpServer,
-  listMcpServers,
-  type McpServerRow,
-  recordContact,
-  registerMcpServer,
-  removeMcpServer,
-  updateMcpServer,
-} from '../../db/mcp-servers.ts';
-import { InvalidInputError, RunNotFoundError, RunTerminalError } from '../../domain/errors.ts';
-import { checkInteger, checkJson, checkName, Limits } from '../../domain/limits.ts';
+import type { McpServerRow } from '../../db/mcp-servers.ts';
+import { InvalidInputError } from '../../domain/errors.ts';
+import { Limits } from '../../domain/limits.ts';
 import type { McpHeader } from '../../domain/mcp-server.ts';
-import { can } from '../../domain/permissions.ts';
-import { isTerminalStatus, type RunStatus } from '../../domain/run-status.ts';
-import { callMcpTool } from '../../mcp/tool-adapter.ts';
+import { requirePermission } from '../../domain/permissions.ts';
+import { callTool } from '../../ledger/call-tool.ts';
+import { listServers, registerServer, removeServer, updateServer } from '../../ledger/mcp-servers.ts';
 import { builder } from '../builder.ts';
-import { type Context, forbidden, requirePermission } from '../context.ts';
+import type { Context } from '../context.ts';
 import { STEP_ERRORS } from './errors.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
-import { RecordedSteps, record, runUuidOf } from './recording.ts';
+import { RecordedSteps } from './recording.ts';
 
 const McpTransportEnum = builder.enumType('McpTransport', {
   values: { STREAMABLE_HTTP: { value: 'streamable-http' }, STDIO: { value: 'stdio' } } as const,
@@ -34,7 +26,7 @@ const McpHeaderRef = builder.objectRef<McpHeader>('McpHeader').implement({
 
 /** A server's configuration (where secrets live) is for those who manage servers: null and FORBIDDEN for others. */
 function configuration<T>(context: Context, value: T): T {
-  requirePermission(context, 'manage_servers');
+  requirePermission(context.actor, 'manage_servers');
   return value;
 }
 
@@ -113,9 +105,9 @@ const CallToolInput = builder.inputType('CallToolInput', {
     tool: t.string({ required: true }),
     arguments: t.field({ type: 'JSON', description: 'A JSON object.' }),
     timeoutMs: t.int({
-      defaultValue: 60_000,
+      defaultValue: Limits.defaultToolCallTimeoutMs,
       required: true,
-      description: 'The deadline: 1 to 600,000 ms. Past it the call is failed, not cancelled.',
+      description: `The deadline: 1 to ${Limits.maxToolCallTimeoutMs.toLocaleString('en-US')} ms. Past it the call is failed, not cancelled.`,
     }),
     round: t.int({ defaultValue: 0, required: true }),
   }),
@@ -126,13 +118,7 @@ builder.queryFields((t) => ({
     type: [McpServerRef],
     description:
       'Registered servers, for anyone who may read runs (read_own_runs, read_all_runs) or manage servers.',
-    resolve: (_root, _args, context) => {
-      const reader = (['read_own_runs', 'read_all_runs', 'manage_servers'] as const).some((permission) =>
-        can(context.actor, permission),
-      );
-      if (!reader) throw forbidden('read_own_runs');
-      return listMcpServers(context.db);
-    },
+    resolve: (_root, _args, context) => listServers(context),
   }),
 }));
 
@@ -141,28 +127,19 @@ builder.mutationFields((t) => ({
     type: McpServerRef,
     errors: { types: [InvalidInputError] },
     args: { input: t.arg({ type: McpServerInput, required: true }) },
-    resolve: (_root, { input }, context) => {
-      requirePermission(context, 'manage_servers');
-      return registerMcpServer(context.db, input, context.mcp);
-    },
+    resolve: (_root, { input }, context) => registerServer(context, input, context.mcp.policy),
   }),
   updateMcpServer: t.field({
     type: McpServerRef,
     errors: { types: [InvalidInputError] },
     args: { input: t.arg({ type: McpServerInput, required: true }) },
-    resolve: (_root, { input }, context) => {
-      requirePermission(context, 'manage_servers');
-      return updateMcpServer(context.db, input, context.mcp);
-    },
+    resolve: (_root, { input }, context) => updateServer(context, input, context.mcp.policy),
   }),
   removeMcpServer: t.field({
     type: McpServerRef,
     errors: { types: [InvalidInputError] },
     args: { identifier: t.arg.string({ required: true }) },
-    resolve: (_root, { identifier }, context) => {
-      requirePermission(context, 'manage_servers');
-      return removeMcpServer(context.db, identifier);
-    },
+    resolve: (_root, { identifier }, context) => removeServer(context, identifier),
   }),
   callTool: t.field({
     type: RecordedSteps,
@@ -170,52 +147,6 @@ builder.mutationFields((t) => ({
       'Calls a tool on a registered MCP server inside a run and records the step: OK, FAILED (an isError answer, a transport fault, the deadline) or CANCELLED (cancelRun cut it off). Never retried.',
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: CallToolInput, required: true }) },
-    resolve: async (_root, { input }, context) => {
-      requirePermission(context, 'record');
-      const runUuid = runUuidOf(input.runUuid);
-      const toolName = checkName(input.tool, 'tool');
-      const timeoutMs = checkInteger(input.timeoutMs, 'timeoutMs', 1, 600_000);
-      const args = input.arguments ?? {};
-      if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-        throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
-      }
-      checkJson(args, 'arguments', Limits.maxArgumentsBytes);
-      const server = await findMcpServer(context.db, checkName(input.server, 'server', 100));
-      const run = await context.loaders.runByUuid.load(runUuid);
-      // Calls go into one's own runs only; the loader has already hidden what the actor may not see.
-      if (!run || run.owner !== context.actor.name) {
-        throw new RunNotFoundError(runUuid);
-      }
-      if (isTerminalStatus(run.status as RunStatus))
-        throw new RunTerminalError(runUuid, run.status, 'it takes no new calls');
-
-      const controller = context.calls.begin(runUuid);
-      let outcome: Awaited<ReturnType<typeof callMcpTool>>;
-      try {
-        outcome = await callMcpTool(server, toolName, args, {
-          signal: controller.signal,
-          timeoutMs,
-          policy: context.mcp,
-        });
-      } finally {
-        context.calls.end(runUuid, controller);
-      }
-      if (outcome.answered) await recordContact(context.db, server.identifier, outcome.latencyMs);
-      const { result, latencyMs } = outcome;
-      return record(context, { runUuid }, (now) => [
-        {
-          type: 'toolResult',
-          call: {
-            round: input.round,
-            durationMs: latencyMs,
-            toolName,
-            server: server.identifier,
-            arguments: args,
-            occurredAt: now,
-          },
-          result,
-        },
-      ]);
-    },
+    resolve: (_root, { input }, context) => callTool(context, input, context.mcp),
   }),
 }));

@@ -1,18 +1,7 @@
-import { outcomeStatsCells } from '../../db/outcome-stats.ts';
-import { DomainError } from '../../domain/errors.ts';
-import { checkInteger } from '../../domain/limits.ts';
-import {
-  bucketSpec,
-  checkBucketCount,
-  checkUtcOffset,
-  type OutcomeGroup,
-  STATS_LIMITS,
-  statsRange,
-  summarise,
-} from '../../domain/outcome-stats.ts';
-import { restrictOwners } from '../../domain/permissions.ts';
+import { STATS_LIMITS } from '../../domain/limits.ts';
+import type { OutcomeGroup } from '../../domain/outcome-stats.ts';
+import { toolOutcomeStats } from '../../ledger/outcome-stats.ts';
 import { builder } from '../builder.ts';
-import { badUserInput } from '../errors.ts';
 import { storableStrings } from '../input-text.ts';
 import { selectsAnyField } from '../selection.ts';
 import { ToolOutcomeEnum } from './enums.ts';
@@ -56,7 +45,7 @@ const OutcomeOrder = builder.inputType('OutcomeOrder', {
 });
 
 const ToolStepFilter = builder.inputType('ToolStepFilter', {
-  description: 'Tool calls to count. Without a range: the 30 days up to now. A range spans at most 400 days.',
+  description: `Tool calls to count. Without a range: the ${STATS_LIMITS.defaultRangeDays} days up to now. A range spans at most ${STATS_LIMITS.maxRangeDays} days.`,
   fields: (t) => ({
     occurredAfter: t.field({ type: 'DateTime', description: 'From this instant (inclusive).' }),
     occurredBefore: t.field({
@@ -86,15 +75,6 @@ const ToolOutcomeGroupRef = builder.objectRef<OutcomeGroup>('ToolOutcomeGroup').
   }),
 });
 
-function asUserInput<T>(work: () => T): T {
-  try {
-    return work();
-  } catch (error) {
-    if (error instanceof DomainError) throw badUserInput(error.message);
-    throw error;
-  }
-}
-
 builder.queryFields((t) => ({
   toolOutcomeStats: t.field({
     type: [ToolOutcomeGroupRef],
@@ -118,45 +98,16 @@ builder.queryFields((t) => ({
       first: t.arg.int({
         defaultValue: STATS_LIMITS.defaultGroups,
         required: true,
-        description: 'Groups, at most 500.',
+        description: `Groups, at most ${STATS_LIMITS.maxGroups}.`,
       }),
     },
-    resolve: async (_root, args, context, info) => {
-      const filter = args.filter ?? {};
+    resolve: (_root, args, context, info) => {
       for (const field of ['servers', 'tools', 'configurations', 'owners'] as const) {
-        storableStrings(filter[field], `filter.${field}`);
+        storableStrings(args.filter?.[field], `filter.${field}`);
       }
-      const { range, spec, first, minCalls } = asUserInput(() => {
-        const range = statsRange(filter.occurredAfter, filter.occurredBefore, new Date());
-        const spec = args.bucket ? bucketSpec(args.bucket, checkUtcOffset(args.utcOffsetMinutes)) : null;
-        if (spec) checkBucketCount(spec, range);
-        return {
-          range,
-          spec,
-          first: checkInteger(args.first, 'first', 0, STATS_LIMITS.maxGroups),
-          minCalls: checkInteger(args.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
-        };
-      });
-      const owners = restrictOwners(context.actor, filter.owners);
-      if (owners?.length === 0) return [];
-      const cells = await outcomeStatsCells(context.db, {
-        groupBy: [...new Set(args.groupBy)],
-        range,
-        spec,
-        servers: filter.servers,
-        tools: filter.tools,
-        configurations: filter.configurations,
-        owners,
-        outcomes: filter.outcomes,
+      return toolOutcomeStats(context, {
+        ...args,
         durations: selectsAnyField(info, ['p50DurationMs', 'p95DurationMs']),
-      });
-      return summarise(cells, {
-        spec,
-        range,
-        orderBy: args.orderBy?.field ?? 'key',
-        descending: (args.orderBy?.direction ?? 'asc') === 'desc',
-        minCalls,
-        first,
       });
     },
   }),

@@ -1,11 +1,13 @@
 import type { RunPageRow } from '../../db/runs.ts';
 import { listRuns } from '../../db/runs.ts';
+import { Limits } from '../../domain/limits.ts';
 import { restrictOwners } from '../../domain/permissions.ts';
 import { builder } from '../builder.ts';
+import { decodeCursor, encodeCursor, isRunPosition, RUN_CURSOR, requireUuid } from '../ids.ts';
 import { storableStrings } from '../input-text.ts';
-import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
+import { pageSize, toPage } from '../pagination.ts';
 import { RunStatusEnum, ToolOutcomeEnum } from './enums.ts';
-import { isRunPosition, RUN_CURSOR, RunConnection, requireUuid } from './run.ts';
+import { RunConnection } from './run.ts';
 import { RunRef } from './run-ref.ts';
 
 const RunFilter = builder.inputType('RunFilter', {
@@ -34,7 +36,9 @@ builder.queryFields((t) => ({
     type: RunConnection,
     description: 'Runs, newest first.',
     args: {
-      first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+      first: t.arg.int({
+        description: `Page size: default ${Limits.defaultPageSize}, at most ${Limits.maxPageSize}.`,
+      }),
       after: t.arg.string(),
       filter: t.arg({ type: RunFilter }),
     },

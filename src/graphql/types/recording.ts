@@ -1,16 +1,18 @@
-import type { AppendResult } from '../../db/recording.ts';
-import { appendSteps, cancelRun, createRun, finishRun } from '../../db/recording.ts';
+import { MAX_CONTENT_BYTES } from '../../domain/bounding.ts';
 import { InvalidInputError, RunAlreadyExistsError } from '../../domain/errors.ts';
-import { requestFingerprint } from '../../domain/idempotency.ts';
-import { checkName, Limits } from '../../domain/limits.ts';
-import { can } from '../../domain/permissions.ts';
-import type { StepCommand } from '../../domain/run-trace.ts';
+import { Limits } from '../../domain/limits.ts';
+import { cancelRun, finishRun } from '../../ledger/end-run.ts';
+import {
+  type AppendResult,
+  recordBatch,
+  recordStep,
+  recordToolExecution,
+  recordToolResult,
+} from '../../ledger/record-steps.ts';
+import { startRun } from '../../ledger/start-run.ts';
 import { builder } from '../builder.ts';
-import { type Context, requirePermission } from '../context.ts';
-import { batchCommands, plainStep, toolCall, toolResult } from '../step-commands.ts';
 import { RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { RUN_END_ERRORS, STEP_ERRORS } from './errors.ts';
-import { isUuid } from './run.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef, WriteKindEnum } from './run-step.ts';
 
@@ -51,8 +53,7 @@ const WriteTargetInput = builder.inputType('WriteTargetInput', {
 });
 
 const ToolResultInput = builder.inputType('ToolResultInput', {
-  description:
-    'A typed tool result. FAILED and CANCELLED results keep no artifacts and no write target, whatever is sent. Content over 50,000 bytes is cut, never refused.',
+  description: `A typed tool result. FAILED and CANCELLED results keep no artifacts and no write target, whatever is sent. Content over ${MAX_CONTENT_BYTES.toLocaleString('en-US')} bytes is cut, never refused.`,
   fields: (t) => ({
     content: t.string({ required: true }),
     outcome: t.field({ type: ToolOutcomeEnum, required: true }),
@@ -143,38 +144,13 @@ const RecordStepsInput = builder.inputType('RecordStepsInput', {
   fields: (t) => ({
     runUuid: t.string({ required: true }),
     idempotencyKey: t.string(),
-    steps: t.field({ type: [BatchStepInput], required: true, description: 'At most 1,000; all or nothing.' }),
+    steps: t.field({
+      type: [BatchStepInput],
+      required: true,
+      description: `At most ${Limits.maxBatchSteps.toLocaleString('en-US')}; all or nothing.`,
+    }),
   }),
 });
-
-export function runUuidOf(value: string, field = 'runUuid'): string {
-  if (!isUuid(value)) throw new InvalidInputError('VALUE_INVALID', `${field} must be a UUID`, field);
-  return value.toLowerCase();
-}
-
-/** Every step mutation ends here: one transaction, the caller's run, an optional retry key. */
-export function record(
-  context: Context,
-  input: { runUuid: string; idempotencyKey?: string | null },
-  commands: (now: Date) => StepCommand[],
-): Promise<AppendResult> {
-  requirePermission(context, 'record');
-  const runUuid = runUuidOf(input.runUuid);
-  const { idempotencyKey, ...request } = input;
-  if (idempotencyKey != null) checkName(idempotencyKey, 'idempotencyKey', Limits.idempotencyKeyLength);
-  const now = new Date();
-  const built = commands(now);
-  return appendSteps(context.db, {
-    runUuid,
-    owner: context.actor.name,
-    idempotencyKey: idempotencyKey ?? null,
-    fingerprint: requestFingerprint(request),
-    clock: () => now,
-    build: (trace) => {
-      for (const command of built) trace.apply(command);
-    },
-  });
-}
 
 builder.mutationFields((t) => ({
   startRun: t.field({
@@ -193,47 +169,32 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) => {
-      requirePermission(context, 'record');
-      return createRun(context.db, {
-        uuid: input.uuid == null ? undefined : runUuidOf(input.uuid, 'uuid'),
-        owner: context.actor.name,
-        configuration: checkName(input.configuration, 'configuration'),
-        status: input.status,
-      });
-    },
+    resolve: (_root, { input }, context) => startRun(context, input),
   }),
   recordToolExecution: t.field({
     type: RecordedSteps,
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: RecordToolExecutionInput, required: true }) },
-    resolve: (_root, { input }, context) =>
-      record(context, input, (now) => [
-        { type: 'toolExecution', call: toolCall(input, now), content: input.result, isError: input.isError },
-      ]),
+    resolve: (_root, { input }, context) => recordToolExecution(context, input),
   }),
   recordToolResult: t.field({
     type: RecordedSteps,
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: RecordToolResultInput, required: true }) },
-    resolve: (_root, { input }, context) =>
-      record(context, input, (now) => [
-        { type: 'toolResult', call: toolCall(input, now), result: toolResult(input.result) },
-      ]),
+    resolve: (_root, { input }, context) => recordToolResult(context, input),
   }),
   recordStep: t.field({
     type: RecordedSteps,
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: RecordStepInput, required: true }) },
-    resolve: (_root, { input }, context) =>
-      record(context, input, (now) => [{ type: 'plain', step: plainStep(input, now) }]),
+    resolve: (_root, { input }, context) => recordStep(context, input),
   }),
   recordSteps: t.field({
     type: RecordedSteps,
-    description: 'Up to 1,000 steps in one transaction: all are stored, or none.',
+    description: `Up to ${Limits.maxBatchSteps.toLocaleString('en-US')} steps in one transaction: all are stored, or none.`,
     errors: { types: STEP_ERRORS },
     args: { input: t.arg({ type: RecordStepsInput, required: true }) },
-    resolve: (_root, { input }, context) => record(context, input, (now) => batchCommands(input.steps, now)),
+    resolve: (_root, { input }, context) => recordBatch(context, input),
   }),
   finishRun: t.field({
     type: RunRef,
@@ -251,15 +212,7 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: (_root, { input }, context) => {
-      requirePermission(context, 'record');
-      return finishRun(context.db, {
-        runUuid: runUuidOf(input.uuid, 'uuid'),
-        owner: context.actor.name,
-        status: input.status,
-        reason: input.terminationReason,
-      });
-    },
+    resolve: (_root, { input }, context) => finishRun(context, input),
   }),
   cancelRun: t.field({
     type: RunRef,
@@ -274,15 +227,6 @@ builder.mutationFields((t) => ({
         }),
       }),
     },
-    resolve: async (_root, { input }, context) => {
-      const { actor } = context;
-      if (!can(actor, 'cancel_any_run')) requirePermission(context, 'cancel_own_runs');
-      // With cancel_any_run any run will do; otherwise someone else's run is not found.
-      const owner = can(actor, 'cancel_any_run') ? undefined : actor.name;
-      const run = await cancelRun(context.db, { runUuid: runUuidOf(input.uuid, 'uuid'), owner });
-      // The run is cancelled first, so that the cut-off calls find it so when they record their steps.
-      context.calls.cancelRun(run.uuid);
-      return run;
-    },
+    resolve: (_root, { input }, context) => cancelRun(context, input, context.mcp.inFlight),
   }),
 }));

@@ -1,10 +1,12 @@
 import type { StepRow } from '../../db/steps.ts';
 import { outcomeLabel } from '../../domain/labels.ts';
+import { requirePermission } from '../../domain/permissions.ts';
+import { RunStep } from '../../domain/run-step.ts';
 import { statedOutcome } from '../../domain/stated-outcome.ts';
 import type { StepKind } from '../../domain/step-kind.ts';
 import type { WriteTarget } from '../../domain/tool-result.ts';
-import { builder, nodeTypename } from '../builder.ts';
-import { requirePermission } from '../context.ts';
+import { builder } from '../builder.ts';
+import { nodeTypename } from '../ids.ts';
 import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
 
@@ -22,16 +24,6 @@ const WriteTargetRef = builder.objectRef<WriteTarget>('WriteTarget').implement({
     kind: t.field({ type: WriteKindEnum, resolve: (target) => target.kind }),
   }),
 });
-
-function writeTargetOf(step: StepRow): WriteTarget | null {
-  const target = step.metadata.writeTarget;
-  if (step.kind !== 'tool_write' || !target || typeof target !== 'object' || Array.isArray(target))
-    return null;
-  const { table, uid, kind } = target;
-  if (typeof table !== 'string' || typeof uid !== 'string' || (kind !== 'created' && kind !== 'updated'))
-    return null;
-  return { table, uid, kind };
-}
 
 builder.node(RunStepRef, {
   description: 'One event inside a run, ordered by sequence (unique per run).',
@@ -68,7 +60,11 @@ builder.node(RunStepRef, {
         return outcome === null ? null : outcomeLabel(outcome, locale);
       },
     }),
-    writeTarget: t.field({ type: WriteTargetRef, nullable: true, resolve: writeTargetOf }),
+    writeTarget: t.field({
+      type: WriteTargetRef,
+      nullable: true,
+      resolve: (step) => RunStep.writeTargetOf(step),
+    }),
     metadata: t.field({
       type: 'JSON',
       description: 'Public facts about the step: names, counts, lengths, tokens, cost.',
@@ -80,7 +76,7 @@ builder.node(RunStepRef, {
       description:
         'Private: prompts, messages, tool arguments, tool output, artifacts. Needs the read_payloads permission (FORBIDDEN without it).',
       resolve: (step, _args, context) => {
-        requirePermission(context, 'read_payloads');
+        requirePermission(context.actor, 'read_payloads');
         return step.payload;
       },
     }),

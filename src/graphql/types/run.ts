@@ -1,42 +1,18 @@
-import type { RunPosition } from '../../db/runs.ts';
 import type { StepRow } from '../../db/steps.ts';
 import { Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
 import { RunStep } from '../../domain/run-step.ts';
 import { buildTimeline } from '../../domain/timeline.ts';
+import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
-import { badUserInput } from '../errors.ts';
-import { decodeCursor, encodeCursor, pageSize, toPage } from '../pagination.ts';
+import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR } from '../ids.ts';
+import { pageSize, toPage } from '../pagination.ts';
 import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepConnection } from './run-step.ts';
-import { parseDateTime } from './scalars.ts';
 import { TimelineEntryRef } from './timeline.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: string): boolean {
-  return UUID.test(value);
-}
-
-export function requireUuid(value: string, field: string): string {
-  if (!isUuid(value)) throw badUserInput(`${field} must be a UUID`, field);
-  return value.toLowerCase();
-}
-
-const STEP_CURSOR = 'step';
-const isSequence = (value: unknown): value is number =>
-  Number.isSafeInteger(value) && (value as number) >= 0 && (value as number) <= Limits.maxSequence;
-
-export const RUN_CURSOR = 'run';
-export const isRunPosition = (value: unknown): value is RunPosition =>
-  typeof value === 'object' &&
-  value !== null &&
-  parseDateTime((value as RunPosition).createdAt) !== null &&
-  Number.isSafeInteger((value as RunPosition).id) &&
-  (value as RunPosition).id > 0;
 
 export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
 
@@ -74,7 +50,9 @@ builder.node(RunRef, {
       type: RunStepConnection,
       description: 'Steps in sequence order.',
       args: {
-        first: t.arg.int({ description: 'Page size: default 20, at most 100.' }),
+        first: t.arg.int({
+          description: `Page size: default ${Limits.defaultPageSize}, at most ${Limits.maxPageSize}.`,
+        }),
         after: t.arg.string(),
         kind: t.arg({ type: [StepKindEnum], description: 'Only steps of these kinds.' }),
         outcome: t.arg({ type: [ToolOutcomeEnum], description: 'Only steps stating one of these outcomes.' }),

@@ -8,12 +8,16 @@ import {
   Limits,
 } from '../domain/limits.ts';
 import type { JsonObject } from '../domain/run-step.ts';
-import type { PlainStep, StepCommand, ToolCall } from '../domain/run-trace.ts';
+import { type PlainStep, type StepCommand, type ToolCall, toolStepNeedsResult } from '../domain/run-trace.ts';
 import type { StepKind } from '../domain/step-kind.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type JsonValue, type ToolArtifact, ToolResult, type WriteKind } from '../domain/tool-result.ts';
 
-/** The shapes of the mutation inputs, as GraphQL hands them over (absent optional fields are null). */
+/**
+ * Every step input, checked by one set of rules whatever the entry point
+ * (GraphQL today, OTLP and the CLI tomorrow): the shapes are those of the
+ * mutation inputs, absent optional fields null.
+ */
 export interface StepTimingInput {
   round: number;
   durationMs: number;
@@ -59,23 +63,51 @@ export interface BatchStepInput extends PlainStepInput {
   result?: ToolResultInput | null;
 }
 
+/** When a step happened and how long it took. */
 function timing(input: StepTimingInput, now: Date, prefix: string) {
   return {
-    round: checkInteger(input.round, `${prefix}round`, 0, Limits.maxRound),
     durationMs: checkInteger(input.durationMs, `${prefix}durationMs`, 0, Limits.maxDurationMs),
     occurredAt: input.occurredAt ? checkNotInFuture(input.occurredAt, `${prefix}occurredAt`, now) : now,
   };
 }
 
-export function toolCall(input: ToolCallInput, now: Date, prefix = ''): ToolCall {
-  const args = input.arguments ?? null;
-  checkJson(args, `${prefix}arguments`, Limits.maxArgumentsBytes);
+/** The round of any step: 0 to 100,000, else VALUE_OUT_OF_RANGE. */
+export function checkRound(round: number, field: string): number {
+  return checkInteger(round, field, 0, Limits.maxRound);
+}
+
+/** What a tool call says besides its timing. */
+export type ToolCallFacts = Pick<ToolCall, 'round' | 'toolName' | 'server' | 'arguments'>;
+
+/**
+ * The one check of a tool call's round, tool, server and arguments, whatever
+ * the entry point; `fieldOf` names each field as that entry point calls it.
+ */
+export function checkToolCallFacts(
+  facts: ToolCallFacts,
+  fieldOf: (name: keyof ToolCallFacts) => string,
+  serverLength: number = Limits.nameLength,
+): ToolCallFacts {
+  checkJson(facts.arguments, fieldOf('arguments'), Limits.maxArgumentsBytes);
   return {
-    ...timing(input, now, prefix),
-    toolName: checkName(input.toolName, `${prefix}toolName`),
-    server: input.server == null ? null : checkName(input.server, `${prefix}server`),
-    arguments: args,
+    round: checkRound(facts.round, fieldOf('round')),
+    toolName: checkName(facts.toolName, fieldOf('toolName')),
+    server: facts.server == null ? null : checkName(facts.server, fieldOf('server'), serverLength),
+    arguments: facts.arguments,
   };
+}
+
+export function toolCall(input: ToolCallInput, now: Date, prefix = ''): ToolCall {
+  const facts = checkToolCallFacts(
+    {
+      round: input.round,
+      toolName: input.toolName,
+      server: input.server ?? null,
+      arguments: input.arguments ?? null,
+    },
+    (name) => `${prefix}${name}`,
+  );
+  return { ...timing(input, now, prefix), ...facts };
 }
 
 /**
@@ -101,7 +133,8 @@ export function toolResult(input: ToolResultInput, prefix = ''): ToolResult {
 function modelFacts(input: PlainStepInput, prefix: string): JsonObject {
   const facts: JsonObject = {};
   const model = input.model;
-  if (model?.model != null) facts.model = checkName(model.model, `${prefix}model.model`, 100);
+  if (model?.model != null)
+    facts.model = checkName(model.model, `${prefix}model.model`, Limits.shortNameLength);
   if (model?.promptTokens != null) {
     facts.promptTokens = checkInteger(model.promptTokens, `${prefix}model.promptTokens`, 0, Limits.maxTokens);
   }
@@ -117,7 +150,11 @@ function modelFacts(input: PlainStepInput, prefix: string): JsonObject {
     facts.estimatedCost = checkNumber(model.estimatedCost, `${prefix}model.estimatedCost`, 0, Limits.maxCost);
   }
   if (model?.finishReason != null)
-    facts.finishReason = checkName(model.finishReason, `${prefix}model.finishReason`, 64);
+    facts.finishReason = checkName(
+      model.finishReason,
+      `${prefix}model.finishReason`,
+      Limits.finishReasonLength,
+    );
   if (input.messageCount != null) {
     facts.messageCount = checkInteger(input.messageCount, `${prefix}messageCount`, 0, Limits.maxTokens);
   }
@@ -129,11 +166,7 @@ function modelFacts(input: PlainStepInput, prefix: string): JsonObject {
 
 export function plainStep(input: PlainStepInput, now: Date, prefix = ''): PlainStep {
   if (input.kind === 'tool' || input.kind === 'tool_write') {
-    throw new InvalidInputError(
-      'STEP_TOOL_NEEDS_RESULT',
-      'tool steps are recorded with recordToolExecution or recordToolResult',
-      `${prefix}kind`,
-    );
+    throw toolStepNeedsResult(`${prefix}kind`);
   }
   const payload = input.payload ?? {};
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
@@ -144,7 +177,13 @@ export function plainStep(input: PlainStepInput, now: Date, prefix = ''): PlainS
     );
   }
   checkJson(payload, `${prefix}payload`, Limits.maxPayloadBytes);
-  return { kind: input.kind, ...timing(input, now, prefix), payload, metadata: modelFacts(input, prefix) };
+  return {
+    kind: input.kind,
+    round: checkRound(input.round, `${prefix}round`),
+    ...timing(input, now, prefix),
+    payload,
+    metadata: modelFacts(input, prefix),
+  };
 }
 
 export function batchCommands(steps: readonly BatchStepInput[], now: Date): StepCommand[] {
@@ -168,10 +207,6 @@ export function batchCommands(steps: readonly BatchStepInput[], now: Date): Step
     if (!step.result && step.isError != null) {
       return { type: 'toolExecution', call, content: step.content ?? '', isError: step.isError };
     }
-    throw new InvalidInputError(
-      'STEP_TOOL_NEEDS_RESULT',
-      'a tool step needs either isError (with content) or result, not both',
-      `${prefix}result`,
-    );
+    throw toolStepNeedsResult(`${prefix}result`);
   });
 }

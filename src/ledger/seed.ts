@@ -1,10 +1,12 @@
-import { eq } from 'drizzle-orm';
-import { runSteps, runs } from '../../drizzle/schema.ts';
+import type { Database } from '../db/connection.ts';
+import { appendLegacyToolStep } from '../db/run-writes.ts';
+import { findRunsByUuids } from '../db/runs.ts';
 import type { TerminationReason } from '../domain/run-status.ts';
 import type { RunTrace, ToolCall } from '../domain/run-trace.ts';
 import { ToolResult } from '../domain/tool-result.ts';
-import type { Database } from './connection.ts';
-import { appendSteps, createRun, finishRun, lockRunForAppend } from './recording.ts';
+import { endRun } from './end-run.ts';
+import { appendSteps } from './record-steps.ts';
+import { createRun } from './start-run.ts';
 
 /** The run the README's first query asks for: cancelled, with all three outcomes and legacy steps. */
 export const DEMO_RUN_UUID = '00000000-0000-4000-8000-00000000c0de';
@@ -65,29 +67,6 @@ function toolCall(random: Random, round: number, at: Date): ToolCall {
   };
 }
 
-/**
- * A writer from before outcomes existed: it stored only the boolean. The
- * boolean-first rule still reads these rows as `failed` / `ok`.
- */
-export async function appendLegacyToolStep(db: Database, runUuid: string, call: ToolCall, isError: boolean) {
-  await db.transaction(async (tx) => {
-    // Numbered like every other step: under the run's lock, after the last one stored.
-    const { run, lastSequence } = await lockRunForAppend(tx, runUuid, undefined);
-    await tx.insert(runSteps).values({
-      runId: run.id,
-      sequence: lastSequence + 1,
-      kind: 'tool',
-      round: call.round,
-      durationMs: call.durationMs,
-      occurredAt: call.occurredAt ?? new Date(),
-      toolName: call.toolName,
-      server: call.server,
-      toolIsError: isError,
-      payload: { arguments: call.arguments, content: 'legacy result' },
-    });
-  });
-}
-
 export interface SeedSummary {
   runs: number;
   steps: number;
@@ -96,7 +75,7 @@ export interface SeedSummary {
 
 /** Realistic demo runs over the last two weeks. Seeding twice changes nothing. */
 export async function seedDemoData(db: Database, now = new Date(), log: (line: string) => void = () => {}) {
-  const [existing] = await db.select({ id: runs.id }).from(runs).where(eq(runs.uuid, DEMO_RUN_UUID));
+  const [existing] = await findRunsByUuids(db, [DEMO_RUN_UUID]);
   if (existing) return { runs: 0, steps: 0, skipped: true } satisfies SeedSummary;
   const random = prng(191);
   let stepCount = 0;
@@ -196,7 +175,7 @@ export async function seedDemoData(db: Database, now = new Date(), log: (line: s
     }
     const reason: TerminationReason =
       ending === 'completed' ? 'completed' : ending === 'failed' ? 'provider_failed' : 'cancelled';
-    await finishRun(db, { runUuid: run.uuid, status: ending, reason: reason, finishedAt: at() });
+    await endRun(db, { runUuid: run.uuid, status: ending, reason: reason, finishedAt: at() });
     if ((index + 1) % 10 === 0) log(`seeded ${index + 1}/${runCount} runs`);
   }
   return { runs: runCount, steps: stepCount, skipped: false } satisfies SeedSummary;

@@ -1,0 +1,159 @@
+import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
+import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
+import type { RunRollups } from '../domain/run-rollups.ts';
+import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
+import type { RunStep } from '../domain/run-step.ts';
+import type { ToolCall } from '../domain/run-trace.ts';
+import type { Database } from './connection.ts';
+import type { RunRow } from './runs.ts';
+import type { StepRow } from './steps.ts';
+
+/**
+ * The run repository's writes: SQL only. Who may write, idempotency and the
+ * lifecycle are the use cases' (src/ledger); the CHECK constraints guard every row.
+ */
+
+export type Transaction = Parameters<Parameters<Database['transaction']>[0]>[0];
+
+export interface RunInsert {
+  uuid: string;
+  owner: string;
+  configuration: string;
+  status: Extract<RunStatus, 'queued' | 'running'>;
+  createdAt: Date;
+  startedAt: Date | null;
+}
+
+/** Inserts the run; null when a run with its uuid is already there. */
+export async function insertRunUnlessPresent(db: Database, run: RunInsert): Promise<RunRow | null> {
+  const [row] = await db.insert(runs).values(run).onConflictDoNothing({ target: runs.uuid }).returning();
+  return row ?? null;
+}
+
+/** Locks the run for the rest of the transaction; null when there is none. */
+export async function lockRun(tx: Transaction, runUuid: string): Promise<RunRow | null> {
+  const [run] = await tx.select().from(runs).where(eq(runs.uuid, runUuid)).for('update');
+  return run ?? null;
+}
+
+/**
+ * The last sequence stored in a run. Read after the run is locked, in a
+ * statement of its own on purpose: a statement that waited for the lock still
+ * sees the snapshot it started with, so a max(sequence) read in the same
+ * statement would miss the step the previous lock holder just committed.
+ */
+export async function lastSequence(tx: Transaction, runId: number): Promise<number> {
+  const [last] = await tx
+    .select({ sequence: sql<number>`coalesce(max(${runSteps.sequence}), 0)::int` })
+    .from(runSteps)
+    .where(eq(runSteps.runId, runId));
+  return last?.sequence ?? 0;
+}
+
+/** A request already seen in the run under this key, with the steps it stored; null when the key is new. */
+export async function findKeyedRequest(
+  tx: Transaction,
+  runId: number,
+  idempotencyKey: string,
+): Promise<{ fingerprint: string; steps: StepRow[] } | null> {
+  const [seen] = await tx
+    .select()
+    .from(stepRequests)
+    .where(and(eq(stepRequests.runId, runId), eq(stepRequests.idempotencyKey, idempotencyKey)));
+  if (!seen) return null;
+  const steps = await tx
+    .select()
+    .from(runSteps)
+    .where(
+      and(
+        eq(runSteps.runId, runId),
+        gte(runSteps.sequence, seen.firstSequence),
+        lt(runSteps.sequence, seen.firstSequence + seen.stepCount),
+      ),
+    )
+    .orderBy(asc(runSteps.sequence));
+  return { fingerprint: seen.fingerprint, steps };
+}
+
+export async function insertSteps(
+  tx: Transaction,
+  runId: number,
+  steps: readonly RunStep[],
+): Promise<StepRow[]> {
+  if (steps.length === 0) return [];
+  return tx
+    .insert(runSteps)
+    .values(steps.map((step) => ({ runId, ...step.toRecord() })))
+    .returning();
+}
+
+/** Claims an idempotency key for the steps just inserted. */
+export async function claimKey(
+  tx: Transaction,
+  claim: {
+    runId: number;
+    idempotencyKey: string;
+    fingerprint: string;
+    firstSequence: number;
+    stepCount: number;
+  },
+): Promise<void> {
+  await tx.insert(stepRequests).values(claim);
+}
+
+/** Adds new steps' rollups to the run: the greatest round, token and cost sums. */
+export async function addRollups(
+  tx: Transaction,
+  runId: number,
+  rollups: RunRollups,
+): Promise<RunRow | null> {
+  const [row] = await tx
+    .update(runs)
+    .set({
+      rounds: sql`greatest(${runs.rounds}, ${rollups.rounds}::int)`,
+      promptTokens: sql`${runs.promptTokens} + ${rollups.promptTokens}::bigint`,
+      completionTokens: sql`${runs.completionTokens} + ${rollups.completionTokens}::bigint`,
+      estimatedCost: sql`${runs.estimatedCost} + ${rollups.estimatedCost}::numeric`,
+    })
+    .where(eq(runs.id, runId))
+    .returning();
+  return row ?? null;
+}
+
+export async function setTerminal(
+  tx: Transaction,
+  runId: number,
+  ending: { status: RunStatus; reason: TerminationReason; finishedAt: Date },
+): Promise<RunRow | null> {
+  const [row] = await tx
+    .update(runs)
+    .set({ status: ending.status, terminationReason: ending.reason, finishedAt: ending.finishedAt })
+    .where(eq(runs.id, runId))
+    .returning();
+  return row ?? null;
+}
+
+/**
+ * A writer from before outcomes existed: it stored only the boolean. The
+ * boolean-first rule still reads these rows as `failed` / `ok`. For demo data
+ * and tests of old rows; no use case writes this way.
+ */
+export async function appendLegacyToolStep(db: Database, runUuid: string, call: ToolCall, isError: boolean) {
+  await db.transaction(async (tx) => {
+    const run = await lockRun(tx, runUuid);
+    if (!run) throw new Error(`no run ${runUuid}`);
+    // Numbered like every other step: under the run's lock, after the last one stored.
+    await tx.insert(runSteps).values({
+      runId: run.id,
+      sequence: (await lastSequence(tx, run.id)) + 1,
+      kind: 'tool',
+      round: call.round,
+      durationMs: call.durationMs,
+      occurredAt: call.occurredAt ?? new Date(),
+      toolName: call.toolName,
+      server: call.server,
+      toolIsError: isError,
+      payload: { arguments: call.arguments, content: 'legacy result' },
+    });
+  });
+}

@@ -1,0 +1,116 @@
+import { findMcpServer, recordContact } from '../db/mcp-servers.ts';
+import { findRunsByUuids } from '../db/runs.ts';
+import { InvalidInputError, RunNotFoundError } from '../domain/errors.ts';
+import { checkInteger, Limits } from '../domain/limits.ts';
+import type { McpServerConfig } from '../domain/mcp-server.ts';
+import { canRecordIntoRunOf, requirePermission } from '../domain/permissions.ts';
+import { checkRunTakesCalls } from '../domain/run-lifecycle.ts';
+import type { RunStatus } from '../domain/run-status.ts';
+import type { JsonValue } from '../domain/tool-result.ts';
+import { checkUuid } from '../domain/uuid.ts';
+import type { McpDependencies } from './mcp.ts';
+import { serverNotFound } from './mcp-servers.ts';
+import { type AppendResult, recordPermitted } from './record-steps.ts';
+import type { Scope } from './scope.ts';
+import { checkToolCallFacts, type ToolCallFacts } from './step-input.ts';
+
+export interface CallToolInput {
+  runUuid: string;
+  /** The identifier of a registered server. */
+  server: string;
+  tool: string;
+  arguments?: JsonValue | null;
+  timeoutMs: number;
+  round: number;
+}
+
+/** The input's field for each fact of the call, as callTool names them. */
+const CALL_TOOL_FIELDS: Record<keyof ToolCallFacts, string> = {
+  round: 'round',
+  toolName: 'tool',
+  server: 'server',
+  arguments: 'arguments',
+};
+
+/** Everything the input says, checked before anything goes on the wire. */
+function checkedCall(input: CallToolInput) {
+  const runUuid = checkUuid(input.runUuid);
+  const args = input.arguments ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
+  }
+  const facts = checkToolCallFacts(
+    { round: input.round, toolName: input.tool, server: input.server, arguments: args },
+    (name) => CALL_TOOL_FIELDS[name],
+    Limits.shortNameLength,
+  );
+  return {
+    runUuid,
+    /** The registered server's identifier, checked with the facts. */
+    server: input.server,
+    facts,
+    arguments: args,
+    timeoutMs: checkInteger(input.timeoutMs, 'timeoutMs', 1, Limits.maxToolCallTimeoutMs),
+  };
+}
+
+/**
+ * Calls a tool on a registered MCP server inside one of the actor's runs and
+ * records the step. The story of SPEC 6, top to bottom:
+ *
+ * 1. who may do it: record permission, the actor's own run, a run not ended;
+ * 2. the adapter (src/mcp) makes one call and hands back a domain `ToolResult`:
+ *    ok, failed (an isError answer, a transport fault, the deadline) or
+ *    cancelled (the run was cancelled while the call was on the wire);
+ * 3. RunTrace bounds the result (bounding.ts) and builds the RunStep, isError
+ *    derived from the outcome;
+ * 4. the repository stores it, in the transaction that numbers it.
+ *
+ * Never retried: a call that was cut off may already have acted on the other side.
+ */
+export async function callTool(
+  scope: Scope,
+  input: CallToolInput,
+  mcp: McpDependencies,
+): Promise<AppendResult> {
+  const { db, actor } = scope;
+  // 1. Who may do it.
+  requirePermission(actor, 'record');
+  const call = checkedCall(input);
+  const server = await findMcpServer(db, call.server);
+  if (!server) throw serverNotFound(call.server);
+  const [run] = await findRunsByUuids(db, [call.runUuid]);
+  if (!run || !canRecordIntoRunOf(actor, run.owner)) throw new RunNotFoundError(call.runUuid);
+  checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
+
+  // 2. The adapter's answer, already a domain result.
+  const attempt = await callOnTheWire(mcp, server, call);
+  if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
+
+  // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
+  return recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
+    {
+      type: 'toolResult',
+      call: { ...call.facts, server: server.identifier, durationMs: attempt.latencyMs, occurredAt: now },
+      result: attempt.result,
+    },
+  ]);
+}
+
+/** One call, registered as in flight for its run while it lasts, so that a cancel of the run cuts it off. */
+async function callOnTheWire(
+  mcp: McpDependencies,
+  server: McpServerConfig,
+  call: ReturnType<typeof checkedCall>,
+) {
+  const controller = mcp.inFlight.begin(call.runUuid);
+  try {
+    return await mcp.callTool(server, call.facts.toolName, call.arguments, {
+      signal: controller.signal,
+      timeoutMs: call.timeoutMs,
+      policy: mcp.policy,
+    });
+  } finally {
+    mcp.inFlight.end(call.runUuid, controller);
+  }
+}

@@ -1,0 +1,76 @@
+import type { Database } from '../db/connection.ts';
+import { lockRun, setTerminal } from '../db/run-writes.ts';
+import type { RunRow } from '../db/runs.ts';
+import { RunNotFoundError } from '../domain/errors.ts';
+import {
+  canCancelRunOf,
+  canRecordIntoRunOf,
+  requirePermission,
+  requireSomeCancelPermission,
+} from '../domain/permissions.ts';
+import { checkRunCanEnd, checkTermination } from '../domain/run-lifecycle.ts';
+import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
+import { checkUuid } from '../domain/uuid.ts';
+import type { Scope } from './scope.ts';
+
+export interface RunEnding {
+  runUuid: string;
+  status: RunStatus;
+  reason: TerminationReason;
+  finishedAt?: Date;
+  /** Whether the run's owner lets the caller end it; a run it may not end is not found. Omitted by trusted writers only. */
+  mayEnd?: (owner: string) => boolean;
+}
+
+/** Ends a run in a terminal status. A run ends once; ending it again is refused and changes nothing. */
+export function endRun(db: Database, ending: RunEnding): Promise<RunRow> {
+  checkTermination(ending.status, ending.reason);
+  return db.transaction(async (tx) => {
+    const run = await lockRun(tx, ending.runUuid);
+    if (!run || (ending.mayEnd && !ending.mayEnd(run.owner))) throw new RunNotFoundError(ending.runUuid);
+    checkRunCanEnd({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
+    const row = await setTerminal(tx, run.id, {
+      status: ending.status,
+      reason: ending.reason,
+      finishedAt: ending.finishedAt ?? new Date(),
+    });
+    if (!row) throw new RunNotFoundError(ending.runUuid);
+    return row;
+  });
+}
+
+/** The actor finishes one of its own runs. */
+export function finishRun(
+  { db, actor }: Scope,
+  input: { uuid: string; status: RunStatus; terminationReason: TerminationReason },
+): Promise<RunRow> {
+  requirePermission(actor, 'record');
+  return endRun(db, {
+    runUuid: checkUuid(input.uuid, 'uuid'),
+    status: input.status,
+    reason: input.terminationReason,
+    mayEnd: (owner) => canRecordIntoRunOf(actor, owner),
+  });
+}
+
+/**
+ * An operator's cancel: the run ends `cancelled`, then the calls still on the
+ * wire for it are cut off. The run is cancelled first, so that the cut-off
+ * calls find it so when they record their steps (which a cancelled run still
+ * takes from calls started before it ended).
+ */
+export async function cancelRun(
+  { db, actor }: Scope,
+  input: { uuid: string },
+  inFlight: { abortCallsOf(runUuid: string): number },
+): Promise<RunRow> {
+  requireSomeCancelPermission(actor);
+  const run = await endRun(db, {
+    runUuid: checkUuid(input.uuid, 'uuid'),
+    status: 'cancelled',
+    reason: 'cancelled',
+    mayEnd: (owner) => canCancelRunOf(actor, owner),
+  });
+  inFlight.abortCallsOf(run.uuid);
+  return run;
+}

@@ -1,0 +1,77 @@
+import {
+  deleteMcpServer,
+  insertMcpServer,
+  listMcpServers,
+  type McpServerRow,
+  updateMcpServer,
+} from '../db/mcp-servers.ts';
+import { InvalidInputError } from '../domain/errors.ts';
+import { checkName, Limits } from '../domain/limits.ts';
+import { checkServerEndpoint, type McpServerConfig, type McpServerInput } from '../domain/mcp-server.ts';
+import { canListServers, requirePermission } from '../domain/permissions.ts';
+import type { McpPolicy } from '../mcp/outbound-policy.ts';
+import { McpFault } from '../mcp/transport-error.ts';
+import type { Scope } from './scope.ts';
+
+export const serverNotFound = (identifier: string, field = 'identifier') =>
+  new InvalidInputError('SERVER_NOT_FOUND', `no MCP server ${identifier}`, field);
+
+/**
+ * A server as registered, if the operator's settings allow it: a host (looked
+ * up now, every address checked) or a program. Checked again at every call,
+ * since settings and DNS answers change.
+ */
+async function allowedServer(input: McpServerInput, policy: McpPolicy): Promise<McpServerConfig> {
+  const server = { identifier: input.identifier, ...checkServerEndpoint(input) };
+  if (server.url !== null) {
+    const { refusal } = await policy.resolveHost(new URL(server.url).hostname);
+    if (refusal) throw new InvalidInputError(McpFault.RefusedHost, `refused host: ${refusal}`, 'url');
+  }
+  if (server.command !== null) {
+    const refusal = policy.commandRefusal(server.command, server.args);
+    if (refusal) throw new InvalidInputError(McpFault.RefusedCommand, refusal, 'command');
+  }
+  return server;
+}
+
+/** A registration or an update: manage_servers, an allowed endpoint, then the write; `refusal` when it finds no row. */
+async function saveServer(
+  { db, actor }: Scope,
+  input: McpServerInput,
+  policy: McpPolicy,
+  write: (db: Scope['db'], server: McpServerConfig) => Promise<McpServerRow | null>,
+  refusal: (identifier: string) => InvalidInputError,
+): Promise<McpServerRow> {
+  requirePermission(actor, 'manage_servers');
+  const row = await write(db, await allowedServer(input, policy));
+  if (!row) throw refusal(input.identifier);
+  return row;
+}
+
+const alreadyRegistered = (identifier: string) =>
+  new InvalidInputError('SERVER_ALREADY_REGISTERED', `${identifier} is already registered`, 'identifier');
+
+export function registerServer(
+  scope: Scope,
+  input: McpServerInput,
+  policy: McpPolicy,
+): Promise<McpServerRow> {
+  return saveServer(scope, input, policy, insertMcpServer, alreadyRegistered);
+}
+
+export function updateServer(scope: Scope, input: McpServerInput, policy: McpPolicy): Promise<McpServerRow> {
+  return saveServer(scope, input, policy, updateMcpServer, serverNotFound);
+}
+
+export async function removeServer({ db, actor }: Scope, identifier: string): Promise<McpServerRow> {
+  requirePermission(actor, 'manage_servers');
+  const row = await deleteMcpServer(db, checkName(identifier, 'identifier', Limits.shortNameLength));
+  if (!row) throw serverNotFound(identifier);
+  return row;
+}
+
+/** Registered servers, for anyone who may read runs or manage servers. */
+export function listServers({ db, actor }: Scope): Promise<McpServerRow[]> {
+  if (!canListServers(actor)) requirePermission(actor, 'read_own_runs');
+  return listMcpServers(db);
+}

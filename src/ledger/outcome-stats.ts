@@ -1,0 +1,123 @@
+import { outcomeStatsCells } from '../db/outcome-stats.ts';
+import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
+import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
+import {
+  type BucketSpec,
+  bucketSpec,
+  checkBucketCount,
+  checkUtcOffset,
+  type OutcomeDimension,
+  type OutcomeGroup,
+  type OutcomeOrderField,
+  type StatsRange,
+  statsRange,
+  summarise,
+  type TimeBucket,
+} from '../domain/outcome-stats.ts';
+import { restrictOwners } from '../domain/permissions.ts';
+import type { ToolOutcome } from '../domain/tool-outcome.ts';
+import type { Scope } from './scope.ts';
+
+export interface ToolStepFilter {
+  occurredAfter?: Date | null;
+  occurredBefore?: Date | null;
+  servers?: readonly string[] | null;
+  tools?: readonly string[] | null;
+  configurations?: readonly string[] | null;
+  owners?: readonly string[] | null;
+  outcomes?: readonly ToolOutcome[] | null;
+}
+
+export interface OutcomeStatsRequest {
+  groupBy: readonly OutcomeDimension[];
+  filter?: ToolStepFilter | null;
+  bucket?: TimeBucket | null;
+  utcOffsetMinutes: number;
+  orderBy?: { field: OutcomeOrderField; direction: 'asc' | 'desc' } | null;
+  minCalls: number;
+  first: number;
+  /** Whether durations are wanted: reading the histogram costs, so only when asked. */
+  durations: boolean;
+}
+
+interface Pipeline {
+  groupBy: readonly OutcomeDimension[];
+  range: StatsRange;
+  spec: BucketSpec | null;
+  filter: ToolStepFilter;
+  orderBy: OutcomeOrderField;
+  descending: boolean;
+  minCalls: number;
+  first: number;
+  durations: boolean;
+}
+
+/**
+ * The one statistics pipeline: the owners the actor may see, the cells from
+ * the rollup, then groups summed, ordered and cut. Nothing to see: no statement.
+ */
+async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<OutcomeGroup[]> {
+  const owners = restrictOwners(actor, query.filter.owners);
+  if (owners?.length === 0) return [];
+  const { range, spec } = query;
+  const cells = await outcomeStatsCells(db, {
+    groupBy: [...new Set(query.groupBy)],
+    range,
+    spec,
+    servers: query.filter.servers,
+    tools: query.filter.tools,
+    configurations: query.filter.configurations,
+    owners,
+    outcomes: query.filter.outcomes,
+    durations: query.durations,
+  });
+  return summarise(cells, {
+    spec,
+    range,
+    orderBy: query.orderBy,
+    descending: query.descending,
+    minCalls: query.minCalls,
+    first: query.first,
+  });
+}
+
+/** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
+export function toolOutcomeStats(scope: Scope, request: OutcomeStatsRequest, now = new Date()) {
+  const filter = request.filter ?? {};
+  const range = statsRange(filter.occurredAfter, filter.occurredBefore, now);
+  const spec = request.bucket ? bucketSpec(request.bucket, checkUtcOffset(request.utcOffsetMinutes)) : null;
+  if (spec) checkBucketCount(spec, range);
+  return outcomeGroups(scope, {
+    groupBy: request.groupBy,
+    range,
+    spec,
+    filter,
+    orderBy: request.orderBy?.field ?? 'key',
+    descending: (request.orderBy?.direction ?? 'asc') === 'desc',
+    first: checkInteger(request.first, 'first', 0, STATS_LIMITS.maxGroups),
+    minCalls: checkInteger(request.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
+    durations: request.durations,
+  });
+}
+
+/** Tool calls per MCP server over the default range, in runs the actor may see: one statement for all servers. */
+export async function serverOutcomeCounts(
+  scope: Scope,
+  servers: readonly string[],
+  now = new Date(),
+): Promise<OutcomeCounts[]> {
+  const groups = await outcomeGroups(scope, {
+    groupBy: ['server'],
+    range: statsRange(null, null, now),
+    spec: null,
+    filter: { servers },
+    orderBy: 'key',
+    descending: false,
+    minCalls: 0,
+    first: servers.length,
+    durations: false,
+  });
+  const byServer = new Map(groups.map((group) => [group.server, group.counts]));
+  const noCalls = outcomeCounts(NO_OUTCOMES);
+  return servers.map((server) => byServer.get(server) ?? noCalls);
+}

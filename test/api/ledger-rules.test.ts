@@ -1,0 +1,178 @@
+// Rules of the use cases that every entry point shares: one round rule for every tool call, and
+// the cancel permission decided by the domain's canCancelRunOf.
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mcpServers, runSteps, runs } from '../../drizzle/schema.ts';
+import { RunNotFoundError } from '../../src/domain/errors.ts';
+import { type Actor, canCancelRunOf, type Permission } from '../../src/domain/permissions.ts';
+import { cancelRun } from '../../src/ledger/end-run.ts';
+import { createRun } from '../../src/ledger/start-run.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
+
+const actor = (name: string, permissions: Permission[]): Actor => ({
+  name,
+  permissions: new Set(permissions),
+});
+
+describe('canCancelRunOf', () => {
+  it('lets cancel_own_runs cancel its own runs only, and cancel_any_run every run', () => {
+    expect(canCancelRunOf(actor('ann', ['cancel_own_runs']), 'ann')).toBe(true);
+    expect(canCancelRunOf(actor('ann', ['cancel_own_runs']), 'bob')).toBe(false);
+    expect(canCancelRunOf(actor('ann', ['cancel_any_run']), 'bob')).toBe(true);
+    expect(canCancelRunOf(actor('ann', ['record', 'read_all_runs']), 'ann')).toBe(false);
+  });
+});
+
+describe.each(backendNames)('rules every entry point shares (%s)', (backend) => {
+  let api: TestApi;
+  let http: HttpToolServer;
+  const SERVER = 'round-tools';
+
+  const startRun = async (owner = 'alice') =>
+    (
+      await api.query<{ startRun: { data: { uuid: string } } }>(
+        'mutation { startRun(input: { configuration: "rules" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        {},
+        { actor: owner },
+      )
+    ).data?.startRun.data.uuid ?? '';
+  const stepsOf = async (uuid: string) => {
+    const [run] = await api.database.handle.db.select().from(runs).where(eq(runs.uuid, uuid));
+    return api.database.handle.db
+      .select()
+      .from(runSteps)
+      .where(eq(runSteps.runId, run?.id ?? 0));
+  };
+  const runRow = async (uuid: string) =>
+    (await api.database.handle.db.select().from(runs).where(eq(runs.uuid, uuid)))[0];
+  const lastContact = async () =>
+    (await api.database.handle.db.select().from(mcpServers).where(eq(mcpServers.identifier, SERVER)))[0]
+      ?.lastContactAt ?? null;
+  const refusal = `__typename ... on Error { code } ... on InvalidInputError { field }`;
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    http = await startHttpToolServer();
+    await api.query(
+      'mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }',
+      {
+        input: { identifier: SERVER, transport: 'STREAMABLE_HTTP', url: http.url },
+      },
+    );
+  }, 60_000);
+  afterAll(async () => {
+    await http?.close();
+    await api?.dispose();
+  });
+
+  it.each([-1, 100_001])(
+    'refuses round %d with VALUE_OUT_OF_RANGE on round through callTool, before any call, writing nothing',
+    async (round) => {
+      const run = await startRun();
+      const contactBefore = await lastContact();
+      const result = await api.query<{ callTool: Record<string, unknown> }>(
+        `mutation ($input: CallToolInput!) { callTool(input: $input) { ${refusal} } }`,
+        { input: { runUuid: run, server: SERVER, tool: 'echo', arguments: { text: 'x' }, round } },
+      );
+      expect(result.data?.callTool).toEqual({
+        __typename: 'InvalidInputError',
+        code: 'VALUE_OUT_OF_RANGE',
+        field: 'round',
+      });
+      expect(await stepsOf(run)).toEqual([]);
+      expect((await runRow(run))?.rounds).toBe(0);
+      // Refused before the wire: the server was not reached.
+      expect(await lastContact()).toEqual(contactBefore);
+    },
+  );
+
+  it.each([-1, 100_001])(
+    'refuses round %d with the same code and field through recordToolResult, writing nothing',
+    async (round) => {
+      const run = await startRun();
+      const result = await api.query<{ recordToolResult: Record<string, unknown> }>(
+        `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) { ${refusal} } }`,
+        {
+          input: {
+            runUuid: run,
+            round,
+            durationMs: 1,
+            toolName: 'echo',
+            result: { content: 'x', outcome: 'OK' },
+          },
+        },
+      );
+      expect(result.data?.recordToolResult).toEqual({
+        __typename: 'InvalidInputError',
+        code: 'VALUE_OUT_OF_RANGE',
+        field: 'round',
+      });
+      expect(await stepsOf(run)).toEqual([]);
+    },
+  );
+
+  it('records a call at the highest round allowed through callTool', async () => {
+    const run = await startRun();
+    const result = await api.query<{ callTool: { __typename: string } }>(
+      'mutation ($input: CallToolInput!) { callTool(input: $input) { __typename } }',
+      { input: { runUuid: run, server: SERVER, tool: 'echo', arguments: { text: 'x' }, round: 100_000 } },
+    );
+    expect(result.data?.callTool.__typename).toBe('MutationCallToolSuccess');
+    expect((await runRow(run))?.rounds).toBe(100_000);
+  });
+
+  describe('cancel', () => {
+    const CANCEL = `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on Error { code } } }`;
+
+    it('refuses cancel_own_runs on another actor’s run as not found, changing nothing; its own run it cancels', async () => {
+      const others = await startRun('alice');
+      const refused = await api.query<{ cancelRun: unknown }>(
+        CANCEL,
+        { u: others },
+        { actor: 'olga', permissions: ['cancel_own_runs'] },
+      );
+      expect(refused.data?.cancelRun).toEqual({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
+      expect(await runRow(others)).toMatchObject({ status: 'running', finishedAt: null });
+
+      const own = await startRun('olga');
+      const cancelled = await api.query<{ cancelRun: { __typename: string } }>(
+        CANCEL,
+        { u: own },
+        { actor: 'olga', permissions: ['cancel_own_runs'] },
+      );
+      expect(cancelled.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+      expect((await runRow(own))?.status).toBe('cancelled');
+    });
+
+    it('lets cancel_any_run cancel another actor’s run', async () => {
+      const others = await startRun('alice');
+      const cancelled = await api.query<{ cancelRun: { __typename: string } }>(
+        CANCEL,
+        { u: others },
+        { actor: 'olga', permissions: ['cancel_any_run'] },
+      );
+      expect(cancelled.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+      expect((await runRow(others))?.status).toBe('cancelled');
+    });
+
+    it('decides in the use case, whatever the entry point: cut-off calls only for runs the actor may cancel', async () => {
+      const db = api.database.handle.db;
+      const run = await createRun(db, { owner: 'alice', configuration: 'rules' });
+      const aborted: string[] = [];
+      const inFlight = { abortCallsOf: (uuid: string) => aborted.push(uuid) };
+      await expect(
+        cancelRun({ db, actor: actor('olga', ['cancel_own_runs']) }, { uuid: run.uuid }, inFlight),
+      ).rejects.toBeInstanceOf(RunNotFoundError);
+      expect(aborted).toEqual([]);
+      const cancelled = await cancelRun(
+        { db, actor: actor('olga', ['cancel_any_run']) },
+        { uuid: run.uuid },
+        inFlight,
+      );
+      expect(cancelled.status).toBe('cancelled');
+      expect(aborted).toEqual([run.uuid]);
+    });
+  });
+});

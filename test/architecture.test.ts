@@ -1,0 +1,192 @@
+// The import rules of SPEC 6, held by a test: each layer imports only what sits below it.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+interface Import {
+  /** Where the import leads, relative to the repository root (`src/db/runs.ts`), or the package name. */
+  target: string;
+  /** As written in the file. */
+  specifier: string;
+  /** `import type`, or every name imported is a type: erased at run time. */
+  typeOnly: boolean;
+}
+
+/** Every import, re-export and dynamic import() of one file. */
+function importsOf(file: string, source: string): Import[] {
+  const sourceFile = ts.createSourceFile(file, source, ts.ScriptTarget.Latest, false, ts.ScriptKind.TS);
+  const found: Import[] = [];
+  const add = (specifier: string, typeOnly: boolean) => {
+    const target = specifier.startsWith('.')
+      ? posix.normalize(posix.join(posix.dirname(file), specifier))
+      : specifier;
+    found.push({ target, specifier, typeOnly });
+  };
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const clause = node.importClause;
+      const bindings = clause?.namedBindings;
+      const onlyTypeNames =
+        !clause?.name &&
+        bindings !== undefined &&
+        ts.isNamedImports(bindings) &&
+        bindings.elements.length > 0 &&
+        bindings.elements.every((element) => element.isTypeOnly);
+      add(node.moduleSpecifier.text, Boolean(clause?.isTypeOnly) || onlyTypeNames);
+    } else if (
+      ts.isExportDeclaration(node) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
+      add(node.moduleSpecifier.text, node.isTypeOnly);
+    } else if (
+      ts.isCallExpression(node) &&
+      node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      node.arguments[0] &&
+      ts.isStringLiteral(node.arguments[0])
+    ) {
+      add(node.arguments[0].text, false);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sourceFile);
+  return found;
+}
+
+/**
+ * What src/graphql may import at run time from src/db: reads only. Loaders and
+ * the run list read runs and steps; the context reads the API key behind a
+ * request; errors recognise a database outage. Every write goes through
+ * src/ledger, and so do statistics (src/db/outcome-stats.ts), whose one
+ * pipeline lives there. Row types (`import type`) may come from any repository.
+ */
+const READS_FOR_GRAPHQL: ReadonlySet<string> = new Set([
+  'src/db/runs.ts',
+  'src/db/steps.ts',
+  'src/db/api-keys.ts',
+  'src/db/faults.ts',
+]);
+
+const ours = (target: string) => target.startsWith('src/') || target.startsWith('drizzle/');
+const inside = (target: string, dir: string) => target.startsWith(`${dir}/`);
+
+/** One rule: which files it governs and why an import breaks it (null: it does not). */
+interface Rule {
+  layer: string;
+  broken: (imported: Import) => string | null;
+}
+
+const RULES: Rule[] = [
+  {
+    layer: 'src/domain',
+    broken: (i) =>
+      ours(i.target) && !inside(i.target, 'src/domain')
+        ? 'src/domain imports nothing of ours outside it'
+        : null,
+  },
+  {
+    layer: 'src/db',
+    broken: (i) =>
+      ['src/graphql', 'src/ledger', 'src/mcp'].some((dir) => inside(i.target, dir))
+        ? 'src/db knows tables and SQL, not GraphQL, the use cases or MCP'
+        : null,
+  },
+  {
+    layer: 'src/mcp',
+    broken: (i) =>
+      ['src/graphql', 'src/ledger', 'src/db'].some((dir) => inside(i.target, dir))
+        ? 'src/mcp is an adapter: it hands domain values to the ledger and knows nothing above it'
+        : null,
+  },
+  {
+    layer: 'src/ledger',
+    broken: (i) =>
+      inside(i.target, 'src/graphql') ? 'src/ledger serves every entry point, never GraphQL' : null,
+  },
+  {
+    layer: 'src/graphql',
+    broken: (i) => {
+      if (inside(i.target, 'src/mcp')) return 'src/graphql reaches MCP only through src/ledger';
+      if (inside(i.target, 'src/db') && !i.typeOnly && !READS_FOR_GRAPHQL.has(i.target)) {
+        return 'src/graphql writes only through src/ledger (reads: see READS_FOR_GRAPHQL)';
+      }
+      return null;
+    },
+  },
+];
+
+/** Every broken rule, as "file imports 'specifier': why", for files given by repository path. */
+function importViolations(files: ReadonlyMap<string, string>): string[] {
+  const violations: string[] = [];
+  for (const [file, source] of files) {
+    for (const rule of RULES.filter((r) => inside(file, r.layer))) {
+      for (const imported of importsOf(file, source)) {
+        const why = rule.broken(imported);
+        if (why) violations.push(`${file} imports '${imported.specifier}': ${why}`);
+      }
+    }
+  }
+  return violations;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+describe('architecture', () => {
+  it('finds and names every kind of broken import in a planted example', () => {
+    const planted = new Map([
+      ['src/domain/a.ts', "import { x } from '../db/runs.ts';\nimport { createHash } from 'node:crypto';"],
+      ['src/domain/b.ts', "export { y } from '../../drizzle/schema.ts';"],
+      ['src/db/c.ts', "import type { Context } from '../graphql/context.ts';"],
+      [
+        'src/db/d.ts',
+        "const m = await import('../ledger/start-run.ts');\nimport { McpFault } from '../mcp/transport-error.ts';",
+      ],
+      [
+        'src/ledger/e.ts',
+        "import { badUserInput } from '../graphql/errors.ts';\nimport { lockRun } from '../db/run-writes.ts';",
+      ],
+      ['src/graphql/f.ts', "import { callMcpTool } from '../mcp/tool-adapter.ts';"],
+      ['src/graphql/types/g.ts', "import { appendLegacyToolStep } from '../../db/run-writes.ts';"],
+      [
+        'src/graphql/types/h.ts',
+        "import type { McpServerRow } from '../../db/mcp-servers.ts';\nimport { type StepRow } from '../../db/steps.ts';\nimport { listRuns } from '../../db/runs.ts';",
+      ],
+      ['src/mcp/i.ts', "import { findMcpServer } from '../db/mcp-servers.ts';"],
+    ]);
+    expect(importViolations(planted)).toEqual([
+      "src/domain/a.ts imports '../db/runs.ts': src/domain imports nothing of ours outside it",
+      "src/domain/b.ts imports '../../drizzle/schema.ts': src/domain imports nothing of ours outside it",
+      "src/db/c.ts imports '../graphql/context.ts': src/db knows tables and SQL, not GraphQL, the use cases or MCP",
+      "src/db/d.ts imports '../ledger/start-run.ts': src/db knows tables and SQL, not GraphQL, the use cases or MCP",
+      "src/db/d.ts imports '../mcp/transport-error.ts': src/db knows tables and SQL, not GraphQL, the use cases or MCP",
+      "src/ledger/e.ts imports '../graphql/errors.ts': src/ledger serves every entry point, never GraphQL",
+      "src/graphql/f.ts imports '../mcp/tool-adapter.ts': src/graphql reaches MCP only through src/ledger",
+      "src/graphql/types/g.ts imports '../../db/run-writes.ts': src/graphql writes only through src/ledger (reads: see READS_FOR_GRAPHQL)",
+      "src/mcp/i.ts imports '../db/mcp-servers.ts': src/mcp is an adapter: it hands domain values to the ledger and knows nothing above it",
+    ]);
+  });
+
+  it('reads the files under src/ (so the rules are checked against something)', () => {
+    const files = sourceFiles('src');
+    for (const layer of ['src/domain', 'src/db', 'src/ledger', 'src/graphql', 'src/mcp']) {
+      expect(files.some((file) => inside(file, layer))).toBe(true);
+    }
+    const imports = files.flatMap((file) => importsOf(file, readFileSync(join(root, file), 'utf8')));
+    expect(imports.filter((i) => inside(i.target, 'src/domain')).length).toBeGreaterThan(50);
+  });
+
+  it('src/ keeps the import rules', () => {
+    const files = new Map(sourceFiles('src').map((file) => [file, readFileSync(join(root, file), 'utf8')]));
+    expect(importViolations(files)).toEqual([]);
+  });
+});
