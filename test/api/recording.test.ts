@@ -1,10 +1,10 @@
-import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
 import type { Permission } from '../../src/domain/permissions.ts';
-import { openTestApi, type TestApi } from '../support/api.ts';
-import { backendNames } from '../support/databases.ts';
+import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
+import { type BackendName, backendNames } from '../support/databases.ts';
 
 type Payload = {
   __typename: string;
@@ -53,7 +53,8 @@ const M = {
   steps: stepMutation('recordSteps', 'RecordStepsInput'),
 };
 
-describe.each(backendNames)('recording runs (%s)', (backend) => {
+/** What every suite below needs: a test API, and ways to start runs, record into them and read them back. */
+function recordingApi(backend: BackendName) {
   let api: TestApi;
 
   beforeAll(async () => {
@@ -61,7 +62,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   });
   afterAll(async () => api?.dispose());
 
-  const db = () => api.database.handle.db;
+  const db = () => api.db;
 
   async function startRun(actor = 'alice', configuration = 'triage'): Promise<string> {
     const result = await api.query<{
@@ -103,6 +104,13 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     arguments: { q: 'flaky' },
     ...extra,
   });
+  return { api: () => api, db, startRun, send, snapshot, call };
+}
+
+describe.each(backendNames)('recording runs (%s)', (backend) => {
+  const { api, db, startRun, send, snapshot, call } = recordingApi(backend);
+  // Every test here runs in its own transaction, rolled back after it.
+  rollbackEach(api);
 
   it('reads a recorded execution back as OK / FAILED, and a cancelled result as CANCELLED, fail-closed', async () => {
     const run = await startRun();
@@ -140,7 +148,11 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
       total: 3,
       failureRate: rateBefore,
     });
-    const [stored] = await db().select().from(runSteps).where(eq(runSteps.sequence, 3));
+    const { run: row } = await snapshot(run);
+    const [stored] = await db()
+      .select()
+      .from(runSteps)
+      .where(and(eq(runSteps.runId, row?.id ?? 0), eq(runSteps.sequence, 3)));
     expect(stored?.toolOutcome).toBe('cancelled');
     expect(stored?.payload.artifacts).toEqual([]);
     expect(stored?.metadata.writeTarget).toBeUndefined();
@@ -200,6 +212,24 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     });
     const { run: row } = await snapshot(run);
     expect(row).toMatchObject({ rounds: 3, promptTokens: 150, completionTokens: 15, estimatedCost: 0.75 });
+  });
+
+  it('stores a finite JSON payload as sent', async () => {
+    const run = await startRun();
+    const stored = await send(M.step, {
+      runUuid: run,
+      kind: 'LLM',
+      round: 1,
+      durationMs: 1,
+      payload: { deep: [1, 2, { x: -0.5 }] },
+    });
+    expect(stored.__typename).toBe('MutationRecordStepSuccess');
+    const { run: row } = await snapshot(run);
+    const [step] = await db()
+      .select()
+      .from(runSteps)
+      .where(eq(runSteps.runId, row?.id ?? 0));
+    expect(step?.payload).toEqual({ deep: [1, 2, { x: -0.5 }] });
   });
 
   it('stores a batch in order, all or nothing', async () => {
@@ -266,41 +296,16 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     expect(thousand.data?.steps).toHaveLength(1_000);
   });
 
-  it('assigns unique, gapless sequences to 50 concurrent writers', async () => {
-    const run = await startRun();
-    const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        send(M.execution, { ...call(run), toolName: `tool-${i}`, result: 'r', isError: i % 2 === 0 }),
-      ),
-    );
-    expect(results.every((r) => r.__typename === 'MutationRecordToolExecutionSuccess')).toBe(true);
-    const { run: row } = await snapshot(run);
-    const stored = await db()
-      .select()
-      .from(runSteps)
-      .where(eq(runSteps.runId, row?.id ?? 0));
-    expect(stored.map((s) => s.sequence).sort((a, b) => a - b)).toEqual(
-      Array.from({ length: 50 }, (_, i) => i + 1),
-    );
-    expect(new Set(stored.map((s) => s.toolName)).size).toBe(50);
-  });
-
-  it('returns the stored step for a repeated idempotency key and writes nothing new, also when repeats race', async () => {
+  it('returns the stored step for a repeated idempotency key and writes nothing new', async () => {
     const run = await startRun();
     const input = { ...call(run), idempotencyKey: 'call-1', result: 'r', isError: false };
     const first = await send(M.execution, input);
     expect(first.data?.replayed).toBe(false);
+    const before = await snapshot(run);
     const again = await send(M.execution, { ...input, arguments: { q: 'flaky' } });
     expect(again.data?.replayed).toBe(true);
     expect(again.data?.steps).toEqual(first.data?.steps);
-
-    const raced = await Promise.all(
-      Array.from({ length: 20 }, () => send(M.execution, { ...input, idempotencyKey: 'call-2' })),
-    );
-    const ids = new Set(raced.map((r) => r.data?.steps[0]?.id));
-    expect(ids.size).toBe(1);
-    expect(raced.filter((r) => r.data?.replayed === false)).toHaveLength(1);
-    expect((await snapshot(run)).steps).toBe(2);
+    expect(await snapshot(run)).toEqual(before);
   });
 
   it('refuses an idempotency key reused for a different request, writing nothing', async () => {
@@ -322,7 +327,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
 
   it('keeps terminal states final: a finished run takes no steps and cannot be cancelled', async () => {
     const run = await startRun();
-    const finish = await api.query<{
+    const finish = await api().query<{
       finishRun: { __typename: string; data?: { status: string; terminationReason: string } };
     }>(
       `mutation ($u: String!) { finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) {
@@ -333,7 +338,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     const before = await snapshot(run);
     const step = await send(M.execution, { ...call(run), result: 'late', isError: false });
     expect(step).toMatchObject({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
-    const cancel = await api.query<{ cancelRun: { __typename: string; code?: string } }>(
+    const cancel = await api().query<{ cancelRun: { __typename: string; code?: string } }>(
       `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on Error { code } } }`,
       { u: run },
     );
@@ -343,7 +348,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
 
   it('lets a cancelled run take only the tool steps of calls in flight at the cancel', async () => {
     const run = await startRun();
-    const cancel = await api.query<{
+    const cancel = await api().query<{
       cancelRun: {
         __typename: string;
         data: { status: string; terminationReason: string; finishedAt: string };
@@ -385,7 +390,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   it('refuses a cancelled status without a cancel as the reason', async () => {
     const run = await startRun();
     const before = await snapshot(run);
-    const result = await api.query<{ finishRun: { __typename: string; code: string } }>(
+    const result = await api().query<{ finishRun: { __typename: string; code: string } }>(
       `mutation ($u: String!) { finishRun(input: { uuid: $u, status: CANCELLED, terminationReason: COMPLETED }) { __typename ... on Error { code } } }`,
       { u: run },
     );
@@ -396,7 +401,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   it('starts a run again with the same uuid as a safe retry, and refuses a different run on that uuid', async () => {
     const uuid = crypto.randomUUID();
     const start = (configuration: string, actor = 'alice') =>
-      api.query<{ startRun: { __typename: string; code?: string; data?: { uuid: string } } }>(
+      api().query<{ startRun: { __typename: string; code?: string; data?: { uuid: string } } }>(
         `mutation ($u: String!, $c: String!) { startRun(input: { uuid: $u, configuration: $c }) {
           __typename ... on Error { code } ... on MutationStartRunSuccess { data { uuid } } } }`,
         { u: uuid, c: configuration },
@@ -414,7 +419,8 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
 
   describe('bad input: a typed error, and nothing written', () => {
     let run = '';
-    beforeAll(async () => {
+    // Inside the test's transaction: each test refuses into a run of its own.
+    beforeEach(async () => {
       run = await startRun();
     });
 
@@ -470,7 +476,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         OWN_RUNS_ONLY,
       );
       expect(refused).toMatchObject({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
-      const cancel = await api.query<{ cancelRun: { __typename: string } }>(
+      const cancel = await api().query<{ cancelRun: { __typename: string } }>(
         `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`,
         { u: run },
         { actor: 'mallory', permissions: OWN_RUNS_ONLY },
@@ -482,9 +488,9 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     it('refuses non-finite numbers, unknown enum values and wrong types before anything runs', async () => {
       const before = await snapshot(run);
       const raw = async (body: string) => {
-        const response = await api.server.fetch('http://runledger.test/graphql', {
+        const response = await api().server.fetch('http://runledger.test/graphql', {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${await api.keyFor()}` },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${await api().keyFor()}` },
           body,
         });
         return (await response.json()) as {
@@ -498,29 +504,64 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "model": {"estimatedCost": 1e400}}}}`,
       );
       expect(infinite.errors?.[0]?.extensions?.code, JSON.stringify(infinite)).toBe('BAD_USER_INPUT');
-      const infiniteInJson = await send(M.step, {
-        runUuid: run,
-        kind: 'LLM',
-        round: 1,
-        durationMs: 1,
-        payload: { deep: [1, 2] },
-      });
-      expect(infiniteInJson.__typename).toBe('MutationRecordStepSuccess');
-      const before2 = await snapshot(run);
-      const deep = await raw(
-        `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "payload": {"a": [1e400]}}}}`,
+      // A JSON payload that is itself infinite: the JSON scalar refuses it.
+      const infiniteInJson = await raw(
+        `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "payload": 1e400}}}`,
       );
-      expect(JSON.stringify(deep)).toContain('VALUE_NOT_FINITE');
-      const enumValue = await api.query(
+      expect(infiniteInJson.errors?.[0]?.extensions?.code, JSON.stringify(infiniteInJson)).toBe(
+        'BAD_USER_INPUT',
+      );
+      expect(infiniteInJson.data).toBeUndefined();
+      // -Infinity deep inside a payload: a typed refusal naming the field.
+      const deep = await raw(
+        `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "payload": {"a": [1, {"b": -1e400}]}}}}`,
+      );
+      expect(deep, JSON.stringify(deep)).toMatchObject({
+        data: { r: { __typename: 'InvalidInputError', code: 'VALUE_NOT_FINITE', field: 'payload' } },
+      });
+      const enumValue = await api().query(
         `mutation { recordStep(input: { runUuid: "${run}", kind: THOUGHT, round: 1, durationMs: 1 }) { __typename } }`,
       );
       expect(enumValue.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-      const wrongType = await api.query(M.step, {
+      const wrongType = await api().query(M.step, {
         input: { runUuid: run, kind: 'LLM', round: 'one', durationMs: 1 },
       });
       expect(wrongType.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-      expect((await snapshot(run)).steps).toBe(before2.steps);
-      expect(before2.steps).toBe(before.steps + 1);
+      expect(await snapshot(run)).toEqual(before);
     });
+  });
+});
+
+// Concurrency needs committed data and many connections: no rolled-back transaction here, and a database of its own.
+describe.each(backendNames)('recording runs by concurrent writers (%s)', (backend) => {
+  const { db, startRun, send, snapshot, call } = recordingApi(backend);
+
+  it('assigns unique, gapless sequences to 50 concurrent writers', async () => {
+    const run = await startRun();
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        send(M.execution, { ...call(run), toolName: `tool-${i}`, result: 'r', isError: i % 2 === 0 }),
+      ),
+    );
+    expect(results.every((r) => r.__typename === 'MutationRecordToolExecutionSuccess')).toBe(true);
+    const { run: row } = await snapshot(run);
+    const stored = await db()
+      .select()
+      .from(runSteps)
+      .where(eq(runSteps.runId, row?.id ?? 0));
+    expect(stored.map((s) => s.sequence).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    expect(new Set(stored.map((s) => s.toolName)).size).toBe(50);
+  });
+
+  it('stores one step for repeats of an idempotency key that race, and replays it to the others', async () => {
+    const run = await startRun();
+    const input = { ...call(run), idempotencyKey: 'call-2', result: 'r', isError: false };
+    const raced = await Promise.all(Array.from({ length: 20 }, () => send(M.execution, input)));
+    const ids = new Set(raced.map((r) => r.data?.steps[0]?.id));
+    expect(ids.size).toBe(1);
+    expect(raced.filter((r) => r.data?.replayed === false)).toHaveLength(1);
+    expect((await snapshot(run)).steps).toBe(1);
   });
 });
