@@ -9,7 +9,7 @@ import { DURATION_THRESHOLDS_MS, durationBucket } from '../../src/domain/duratio
 import { bucketSpec, summarise } from '../../src/domain/outcome-stats.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
-import { openTestApi, type TestApi } from '../support/api.ts';
+import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
 type Expected = 'ok' | 'failed' | 'cancelled' | null;
@@ -58,7 +58,7 @@ function buildCalls(): Call[] {
 }
 
 async function record(api: TestApi, calls: Call[]) {
-  const db = api.database.handle.db;
+  const db = api.db;
   const byRun = new Map<string, Call[]>();
   for (const call of calls) {
     const key = `${call.configuration}/${call.owner}`;
@@ -171,6 +171,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     await record(api, calls);
   }, 120_000);
   afterAll(async () => api?.dispose());
+  // The data set is recorded once and only read; a test that changes it does so in a transaction rolled back after it.
+  rollbackEach(() => api);
 
   async function stats(variables: Record<string, unknown>): Promise<Group[]> {
     const result = await api.query<{ toolOutcomeStats: Group[] }>(STATS, variables);
@@ -341,7 +343,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   });
 
   it('gives the same answer from the daily table as from run_steps, also after updates and deletes', async () => {
-    const db = api.database.handle.db;
+    const db = api.db;
     const compare = async () => {
       for (const groupBy of [['server'], ['server', 'tool'], []] as const) {
         for (const bucket of [null, 'day', 'week'] as const) {

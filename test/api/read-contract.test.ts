@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorCodes, openTestApi, type TestApi } from '../support/api.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { errorCodes, openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 import { recordFixtureRuns } from '../support/fixtures.ts';
 
@@ -20,9 +20,13 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
 
   beforeAll(async () => {
     api = await openTestApi(backend);
-    fixture = await recordFixtureRuns(api.database.handle.db);
   });
   afterAll(async () => api?.dispose());
+  // Each test reads its own copy of the fixture, in a transaction rolled back after it.
+  rollbackEach(() => api);
+  beforeEach(async () => {
+    fixture = await recordFixtureRuns(api.db);
+  });
 
   const runDetail = `query ($uuid: String!) {
     run(uuid: $uuid) {
@@ -166,7 +170,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
   it('pages runs created in the same microsecond by id', async () => {
     const list = `query ($after: String) { runs(first: 1, after: $after, filter: { configuration: ["same-instant"] }) {
       edges { node { uuid } } pageInfo { endCursor hasNextPage } } }`;
-    const db = api.database.handle.db;
+    const db = api.db;
     const { createRun } = await import('../../src/db/recording.ts');
     const instant = new Date('2026-10-01T00:00:00.123Z');
     const made = [];
