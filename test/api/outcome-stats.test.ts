@@ -1,11 +1,9 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
-import { selectRows } from '../../src/db/connection.ts';
 import { outcomeStatsCells, type StatsQuery } from '../../src/db/outcome-stats.ts';
 import { appendSteps, createRun, finishRun } from '../../src/db/recording.ts';
 import { appendLegacyToolStep } from '../../src/db/seed.ts';
-import { DURATION_THRESHOLDS_MS, durationBucket } from '../../src/domain/duration-histogram.ts';
 import { bucketSpec, summarise } from '../../src/domain/outcome-stats.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
@@ -427,27 +425,5 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     ).toEqual(['BAD_USER_INPUT']);
     expect(await codes({ groupBy: ['SERVER'], bucket: 'DAY', offset: 900 })).toEqual(['BAD_USER_INPUT']);
     expect(await codes({ groupBy: ['SERVER'], first: 501 })).toEqual(['BAD_USER_INPUT']);
-  });
-});
-
-describe.each(backendNames)('duration buckets: SQL and TypeScript agree (%s)', (backend) => {
-  it('for every duration up to 2,000 ms and around every threshold', async () => {
-    const { openTestDatabase } = await import('../support/databases.ts');
-    const database = await openTestDatabase(backend);
-    try {
-      const probes = new Set<number>();
-      for (let ms = 0; ms <= 2_000; ms += 1) probes.add(ms);
-      for (const t of DURATION_THRESHOLDS_MS) for (const d of [-1, 0, 1]) probes.add(Math.max(0, t + d));
-      probes.add(2_000_000_000);
-      const values = [...probes];
-      const rows = await selectRows<{ ms: number; bucket: number }>(
-        database.handle.db,
-        sql`select ms, tool_duration_bucket(ms) as bucket from unnest(${`{${values.join(',')}}`}::int[]) as ms`,
-      );
-      expect(rows).toHaveLength(values.length);
-      for (const row of rows) expect([row.ms, row.bucket]).toEqual([row.ms, durationBucket(row.ms)]);
-    } finally {
-      await database.dispose();
-    }
   });
 });
