@@ -1,57 +1,47 @@
 import { and, eq } from 'drizzle-orm';
+import { print } from 'graphql';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
 import type { Permission } from '../../src/domain/permissions.ts';
-import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
+import type { RecordedFragment } from '../.generated/operations/graphql.ts';
+import { graphql } from '../.generated/operations/index.ts';
+import { openTestApi, rollbackEach, type TestApi, type TypedDocument } from '../support/api.ts';
 import { type BackendName, backendNames } from '../support/databases.ts';
-
-type Payload = {
-  __typename: string;
-  code?: string;
-  field?: string | null;
-  data?: {
-    replayed: boolean;
-    steps: Array<{
-      id: string;
-      sequence: number;
-      kind: string;
-      outcome: string | null;
-      toolIsError: boolean | null;
-      writeTarget: unknown;
-    }>;
-    run: {
-      rounds: number;
-      promptTokens: number;
-      completionTokens: number;
-      estimatedCost: number;
-      toolOutcomeCounts: Record<string, number | null>;
-    };
-  };
-};
 
 const OWN_RUNS_ONLY: Permission[] = ['read_own_runs', 'record', 'cancel_own_runs'];
 
-const STEPS_RESULT = `__typename
-  ... on Error { code message }
-  ... on InvalidInputError { field }
-  ... on RecordedStepsSuccess { data { ...Recorded } }`;
-const RECORDED = `fragment Recorded on RecordedSteps {
+graphql(`fragment Recorded on RecordedSteps {
   replayed
   steps { id sequence kind outcome toolIsError writeTarget { table uid kind } }
   run { rounds promptTokens completionTokens estimatedCost toolOutcomeCounts { ok failed cancelled total failureRate } }
-}`;
+}`);
 
-function stepMutation(name: string, inputType: string): string {
-  return `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${STEPS_RESULT.replace('RecordedStepsSuccess', `Mutation${name[0]?.toUpperCase()}${name.slice(1)}Success`)} } } ${RECORDED}`;
-}
-
+/** The four ways to record steps; each answers the recorded steps or a typed refusal. */
 const M = {
-  execution: stepMutation('recordToolExecution', 'RecordToolExecutionInput'),
-  result: stepMutation('recordToolResult', 'RecordToolResultInput'),
-  step: stepMutation('recordStep', 'RecordStepInput'),
-  steps: stepMutation('recordSteps', 'RecordStepsInput'),
+  execution:
+    graphql(`mutation RecordingExecution($input: RecordToolExecutionInput!) { r: recordToolExecution(input: $input) {
+    __typename ... on Error { code message } ... on InvalidInputError { field }
+    ... on MutationRecordToolExecutionSuccess { data { ...Recorded } } } }`),
+  result:
+    graphql(`mutation RecordingResult($input: RecordToolResultInput!) { r: recordToolResult(input: $input) {
+    __typename ... on Error { code message } ... on InvalidInputError { field }
+    ... on MutationRecordToolResultSuccess { data { ...Recorded } } } }`),
+  step: graphql(`mutation RecordingStep($input: RecordStepInput!) { r: recordStep(input: $input) {
+    __typename ... on Error { code message } ... on InvalidInputError { field }
+    ... on MutationRecordStepSuccess { data { ...Recorded } } } }`),
+  steps: graphql(`mutation RecordingSteps($input: RecordStepsInput!) { r: recordSteps(input: $input) {
+    __typename ... on Error { code message } ... on InvalidInputError { field }
+    ... on MutationRecordStepsSuccess { data { ...Recorded } } } }`),
 };
+
+const START_RUN = graphql(`mutation RecordingStartRun($c: String!) { startRun(input: { configuration: $c }) {
+  __typename ... on MutationStartRunSuccess { data { uuid owner status } } } }`);
+
+/** The recorded steps of a success; undefined for a refusal. */
+function recorded(answer: { __typename: string }): RecordedFragment | undefined {
+  return 'data' in answer ? (answer as { data: RecordedFragment }).data : undefined;
+}
 
 /** What every suite below needs: a test API, and ways to start runs, record into them and read them back. */
 function recordingApi(backend: BackendName) {
@@ -65,26 +55,23 @@ function recordingApi(backend: BackendName) {
   const db = () => api.db;
 
   async function startRun(actor = 'alice', configuration = 'triage'): Promise<string> {
-    const result = await api.query<{
-      startRun: { __typename: string; data: { uuid: string; owner: string; status: string } };
-    }>(
-      `mutation ($c: String!) { startRun(input: { configuration: $c }) { __typename ... on MutationStartRunSuccess { data { uuid owner status } } } }`,
-      { c: configuration },
-      { actor },
-    );
-    expect(result.data?.startRun.data).toMatchObject({ owner: actor, status: 'RUNNING' });
-    return result.data?.startRun.data.uuid ?? '';
+    const result = await api.query(START_RUN, { c: configuration }, { actor });
+    const started = result.data?.startRun;
+    expect(started).toMatchObject({ data: { owner: actor, status: 'RUNNING' } });
+    return started?.__typename === 'MutationStartRunSuccess' ? started.data.uuid : '';
   }
 
-  async function send(
-    mutation: string,
+  /** Sends any input, refusals' included; the answer is typed by the document. */
+  async function send<Data extends { r: { __typename: string } }>(
+    mutation: TypedDocument<Data, never>,
     input: Record<string, unknown>,
     actor = 'alice',
     permissions?: readonly Permission[],
-  ): Promise<Payload> {
-    const result = await api.query<{ r: Payload }>(mutation, { input }, { actor, permissions });
+  ): Promise<Data['r']> {
+    const result = await api.query<Data>(print(mutation), { input }, { actor, permissions });
     expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
-    return result.data?.r as Payload;
+    if (!result.data) throw new Error('no data');
+    return result.data.r;
   }
 
   /** Everything a refusal must leave untouched. */
@@ -116,11 +103,13 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     const run = await startRun();
     const ok = await send(M.execution, { ...call(run), result: 'found 3', isError: false });
     const failed = await send(M.execution, { ...call(run), result: 'HTTP 502', isError: true });
-    expect(ok.data?.steps).toMatchObject([{ sequence: 1, kind: 'TOOL', outcome: 'OK', toolIsError: false }]);
-    expect(failed.data?.steps).toMatchObject([
+    expect(recorded(ok)?.steps).toMatchObject([
+      { sequence: 1, kind: 'TOOL', outcome: 'OK', toolIsError: false },
+    ]);
+    expect(recorded(failed)?.steps).toMatchObject([
       { sequence: 2, kind: 'TOOL', outcome: 'FAILED', toolIsError: true },
     ]);
-    const rateBefore = failed.data?.run.toolOutcomeCounts.failureRate;
+    const rateBefore = recorded(failed)?.run.toolOutcomeCounts.failureRate;
     expect(rateBefore).toBe(0.5);
 
     const cancelled = await send(M.result, {
@@ -132,7 +121,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         writeTarget: { table: 'pages', uid: '7', kind: 'UPDATED' },
       },
     });
-    expect(cancelled.data?.steps).toEqual([
+    expect(recorded(cancelled)?.steps).toEqual([
       expect.objectContaining({
         sequence: 3,
         kind: 'TOOL',
@@ -141,7 +130,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         writeTarget: null,
       }),
     ]);
-    expect(cancelled.data?.run.toolOutcomeCounts).toEqual({
+    expect(recorded(cancelled)?.run.toolOutcomeCounts).toEqual({
       ok: 1,
       failed: 1,
       cancelled: 1,
@@ -170,7 +159,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         writeTarget: { table: 'pages', uid: '7', kind: 'CREATED' },
       },
     });
-    expect(written.data?.steps.map((s) => [s.sequence, s.kind, s.outcome, s.writeTarget])).toEqual([
+    expect(recorded(written)?.steps.map((s) => [s.sequence, s.kind, s.outcome, s.writeTarget])).toEqual([
       [1, 'TOOL', 'OK', null],
       [2, 'TOOL_WRITE', null, { table: 'pages', uid: '7', kind: 'CREATED' }],
     ]);
@@ -204,7 +193,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     });
     await send(M.step, llm(1, 100, 10, 0.25));
     const second = await send(M.step, llm(3, 50, 5, 0.5));
-    expect(second.data?.run).toMatchObject({
+    expect(recorded(second)?.run).toMatchObject({
       rounds: 3,
       promptTokens: 150,
       completionTokens: 15,
@@ -252,7 +241,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
       },
     ];
     const stored = await send(M.steps, { runUuid: run, steps: good });
-    expect(stored.data?.steps.map((s) => [s.sequence, s.kind, s.outcome])).toEqual([
+    expect(recorded(stored)?.steps.map((s) => [s.sequence, s.kind, s.outcome])).toEqual([
       [1, 'REQUEST', null],
       [2, 'LLM', null],
       [3, 'TOOL', 'OK'],
@@ -293,18 +282,18 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     });
     expect(await snapshot(run)).toEqual(before);
     const thousand = await send(M.steps, { runUuid: run, steps: steps.slice(1) });
-    expect(thousand.data?.steps).toHaveLength(1_000);
+    expect(recorded(thousand)?.steps).toHaveLength(1_000);
   });
 
   it('returns the stored step for a repeated idempotency key and writes nothing new', async () => {
     const run = await startRun();
     const input = { ...call(run), idempotencyKey: 'call-1', result: 'r', isError: false };
     const first = await send(M.execution, input);
-    expect(first.data?.replayed).toBe(false);
+    expect(recorded(first)?.replayed).toBe(false);
     const before = await snapshot(run);
     const again = await send(M.execution, { ...input, arguments: { q: 'flaky' } });
-    expect(again.data?.replayed).toBe(true);
-    expect(again.data?.steps).toEqual(first.data?.steps);
+    expect(recorded(again)?.replayed).toBe(true);
+    expect(recorded(again)?.steps).toEqual(recorded(first)?.steps);
     expect(await snapshot(run)).toEqual(before);
   });
 
@@ -371,7 +360,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
       durationMs: 2_000,
       result: { content: 'cancelled by operator', outcome: 'CANCELLED' },
     });
-    expect(inFlight.data?.steps).toMatchObject([{ outcome: 'CANCELLED', toolIsError: true }]);
+    expect(recorded(inFlight)?.steps).toMatchObject([{ outcome: 'CANCELLED', toolIsError: true }]);
 
     const before = await snapshot(run);
     const startedLater = await send(M.execution, {
@@ -498,7 +487,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
           data?: unknown;
         };
       };
-      const mutation = JSON.stringify(M.step);
+      const mutation = JSON.stringify(print(M.step));
       // 1e400 parses as Infinity: the Float scalar refuses it.
       const infinite = await raw(
         `{"query": ${mutation}, "variables": {"input": {"runUuid": "${run}", "kind": "LLM", "round": 1, "durationMs": 1, "model": {"estimatedCost": 1e400}}}}`,
@@ -523,7 +512,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         `mutation { recordStep(input: { runUuid: "${run}", kind: THOUGHT, round: 1, durationMs: 1 }) { __typename } }`,
       );
       expect(enumValue.errors?.[0]?.extensions?.code).toBe('GRAPHQL_VALIDATION_FAILED');
-      const wrongType = await api().query(M.step, {
+      const wrongType = await api().query(print(M.step), {
         input: { runUuid: run, kind: 'LLM', round: 'one', durationMs: 1 },
       });
       expect(wrongType.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
@@ -559,9 +548,9 @@ describe.each(backendNames)('recording runs by concurrent writers (%s)', (backen
     const run = await startRun();
     const input = { ...call(run), idempotencyKey: 'call-2', result: 'r', isError: false };
     const raced = await Promise.all(Array.from({ length: 20 }, () => send(M.execution, input)));
-    const ids = new Set(raced.map((r) => r.data?.steps[0]?.id));
+    const ids = new Set(raced.map((r) => recorded(r)?.steps[0]?.id));
     expect(ids.size).toBe(1);
-    expect(raced.filter((r) => r.data?.replayed === false)).toHaveLength(1);
+    expect(raced.filter((r) => recorded(r)?.replayed === false)).toHaveLength(1);
     expect((await snapshot(run)).steps).toBe(1);
   });
 });

@@ -12,7 +12,6 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Where the typed `graphql()` of the tests is generated. */
 export const OPERATIONS_DIR = join(root, 'test', '.generated', 'operations');
 
-
 /** The test files that call `graphql()`: only these are parsed, which keeps the generation quick. */
 function documents(): string[] {
   const testDir = join(root, 'test');
