@@ -38,6 +38,18 @@ const M = {
 const START_RUN = graphql(`mutation RecordingStartRun($c: String!) { startRun(input: { configuration: $c }) {
   __typename ... on MutationStartRunSuccess { data { uuid owner status } } } }`);
 
+const FINISH_RUN =
+  graphql(`mutation RecordingFinishRun($u: String!, $status: RunStatus!, $reason: TerminationReason!) {
+  finishRun(input: { uuid: $u, status: $status, terminationReason: $reason }) {
+    __typename ... on Error { code } ... on MutationFinishRunSuccess { data { status terminationReason } } } }`);
+
+const CANCEL_RUN = graphql(`mutation RecordingCancelRun($u: String!) { cancelRun(input: { uuid: $u }) {
+  __typename ... on Error { code } ... on MutationCancelRunSuccess { data { status terminationReason finishedAt } } } }`);
+
+const START_RUN_AT = graphql(`mutation RecordingStartRunAt($u: String!, $c: String!) {
+  startRun(input: { uuid: $u, configuration: $c }) {
+    __typename ... on Error { code } ... on MutationStartRunSuccess { data { uuid } } } }`);
+
 /** The recorded steps of a success; undefined for a refusal. */
 function recorded(answer: { __typename: string }): RecordedFragment | undefined {
   return 'data' in answer ? (answer as { data: RecordedFragment }).data : undefined;
@@ -316,41 +328,26 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
 
   it('keeps terminal states final: a finished run takes no steps and cannot be cancelled', async () => {
     const run = await startRun();
-    const finish = await api().query<{
-      finishRun: { __typename: string; data?: { status: string; terminationReason: string } };
-    }>(
-      `mutation ($u: String!) { finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) {
-        __typename ... on MutationFinishRunSuccess { data { status terminationReason } } } }`,
-      { u: run },
-    );
-    expect(finish.data?.finishRun.data).toEqual({ status: 'COMPLETED', terminationReason: 'COMPLETED' });
+    const finish = await api().query(FINISH_RUN, { u: run, status: 'COMPLETED', reason: 'COMPLETED' });
+    expect(finish.data?.finishRun).toEqual({
+      __typename: 'MutationFinishRunSuccess',
+      data: { status: 'COMPLETED', terminationReason: 'COMPLETED' },
+    });
     const before = await snapshot(run);
     const step = await send(M.execution, { ...call(run), result: 'late', isError: false });
     expect(step).toMatchObject({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
-    const cancel = await api().query<{ cancelRun: { __typename: string; code?: string } }>(
-      `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on Error { code } } }`,
-      { u: run },
-    );
+    const cancel = await api().query(CANCEL_RUN, { u: run });
     expect(cancel.data?.cancelRun).toEqual({ __typename: 'RunTerminalError', code: 'RUN_TERMINAL' });
     expect(await snapshot(run)).toEqual(before);
   });
 
   it('lets a cancelled run take only the tool steps of calls in flight at the cancel', async () => {
     const run = await startRun();
-    const cancel = await api().query<{
-      cancelRun: {
-        __typename: string;
-        data: { status: string; terminationReason: string; finishedAt: string };
-      };
-    }>(
-      `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on MutationCancelRunSuccess { data { status terminationReason finishedAt } } } }`,
-      { u: run },
-    );
-    expect(cancel.data?.cancelRun.data).toMatchObject({
-      status: 'CANCELLED',
-      terminationReason: 'CANCELLED',
-    });
-    const cancelledAt = Date.parse(cancel.data?.cancelRun.data.finishedAt ?? '');
+    const cancel = (await api().query(CANCEL_RUN, { u: run })).data?.cancelRun;
+    if (cancel?.__typename !== 'MutationCancelRunSuccess')
+      throw new Error(`not cancelled: ${cancel?.__typename}`);
+    expect(cancel.data).toMatchObject({ status: 'CANCELLED', terminationReason: 'CANCELLED' });
+    const cancelledAt = Date.parse(cancel.data.finishedAt ?? '');
     const after = new Date(cancelledAt + 500).toISOString();
 
     // Ended 500 ms after the cancel, having run 2 s: it was on the wire when the cancel came.
@@ -379,10 +376,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   it('refuses a cancelled status without a cancel as the reason', async () => {
     const run = await startRun();
     const before = await snapshot(run);
-    const result = await api().query<{ finishRun: { __typename: string; code: string } }>(
-      `mutation ($u: String!) { finishRun(input: { uuid: $u, status: CANCELLED, terminationReason: COMPLETED }) { __typename ... on Error { code } } }`,
-      { u: run },
-    );
+    const result = await api().query(FINISH_RUN, { u: run, status: 'CANCELLED', reason: 'COMPLETED' });
     expect(result.data?.finishRun).toEqual({ __typename: 'InvalidInputError', code: 'TERMINATION_MISMATCH' });
     expect(await snapshot(run)).toEqual(before);
   });
@@ -390,19 +384,15 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   it('starts a run again with the same uuid as a safe retry, and refuses a different run on that uuid', async () => {
     const uuid = crypto.randomUUID();
     const start = (configuration: string, actor = 'alice') =>
-      api().query<{ startRun: { __typename: string; code?: string; data?: { uuid: string } } }>(
-        `mutation ($u: String!, $c: String!) { startRun(input: { uuid: $u, configuration: $c }) {
-          __typename ... on Error { code } ... on MutationStartRunSuccess { data { uuid } } } }`,
-        { u: uuid, c: configuration },
-        { actor },
-      );
-    expect((await start('triage')).data?.startRun.data?.uuid).toBe(uuid);
-    expect((await start('triage')).data?.startRun.data?.uuid).toBe(uuid);
+      api().query(START_RUN_AT, { u: uuid, c: configuration }, { actor });
+    const started = { __typename: 'MutationStartRunSuccess', data: { uuid } };
+    expect((await start('triage')).data?.startRun).toEqual(started);
+    expect((await start('triage')).data?.startRun).toEqual(started);
     expect((await start('docs')).data?.startRun).toEqual({
       __typename: 'RunAlreadyExistsError',
       code: 'RUN_ALREADY_EXISTS',
     });
-    expect((await start('triage', 'bob')).data?.startRun.code).toBe('RUN_ALREADY_EXISTS');
+    expect((await start('triage', 'bob')).data?.startRun).toMatchObject({ code: 'RUN_ALREADY_EXISTS' });
     expect(await db().$count(runs, eq(runs.uuid, uuid))).toBe(1);
   });
 
@@ -465,12 +455,12 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
         OWN_RUNS_ONLY,
       );
       expect(refused).toMatchObject({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
-      const cancel = await api().query<{ cancelRun: { __typename: string } }>(
-        `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`,
+      const cancel = await api().query(
+        CANCEL_RUN,
         { u: run },
         { actor: 'mallory', permissions: OWN_RUNS_ONLY },
       );
-      expect(cancel.data?.cancelRun.__typename).toBe('RunNotFoundError');
+      expect(cancel.data?.cancelRun).toEqual({ __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' });
       expect(await snapshot(run)).toEqual(before);
     });
 
