@@ -5,7 +5,9 @@ import type { Database } from '../../src/db/connection.ts';
  * back, so that no test sees another's rows and their order does not matter.
  * The transaction is handed to the code under test as its database; its own
  * `db.transaction` calls become savepoints. One connection serves the whole
- * test, so concurrent writers are tested on committed data instead.
+ * test, so concurrent writers are tested on committed data instead. Inside,
+ * reach the database only through `tx` (`api.db`): PGlite is one connection,
+ * and a query beside the open transaction waits for it to end.
  */
 
 /** Thrown inside the transaction to end it with ROLLBACK; it never escapes. */
