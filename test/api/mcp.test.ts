@@ -224,6 +224,8 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
   });
 
   it('lists servers with their counts and last contact, and lets only manage_servers register them', async () => {
+    // A call of its own, so that the server has a contact and a count whatever ran before.
+    expect((await call(await startRun(), 'http-tools', 'echo', { text: 'hi' }))?.data?.steps).toHaveLength(1);
     const list = await mutate<{
       mcpServers: Array<{
         identifier: string;
