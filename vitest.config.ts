@@ -8,6 +8,8 @@ export default defineConfig({
   resolve: { alias: { graphql: graphqlEntry } },
   test: {
     include: ['test/**/*.test.ts'],
+    // Generates the typed operations of the tests (test/support/codegen.ts).
+    globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

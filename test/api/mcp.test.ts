@@ -55,13 +55,20 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
     mutate('mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }', {
       input,
     });
-  const startRun = async () =>
-    (
-      await mutate<{ startRun: { data: { uuid: string } } }>(
-        'mutation { startRun(input: { configuration: "mcp" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
-        {},
-      )
-    ).data?.startRun.data.uuid ?? '';
+  /** Each run gets a configuration of its own, so that its counts are its own whatever ran before. */
+  const configurationOf = new Map<string, string>();
+  const startRun = async () => {
+    const configuration = `mcp-${crypto.randomUUID()}`;
+    const uuid =
+      (
+        await mutate<{ startRun: { data: { uuid: string } } }>(
+          'mutation ($c: String!) { startRun(input: { configuration: $c }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+          { c: configuration },
+        )
+      ).data?.startRun.data.uuid ?? '';
+    configurationOf.set(uuid, configuration);
+    return uuid;
+  };
   const call = async (
     runUuid: string,
     server: string,
@@ -74,11 +81,12 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
         input: { runUuid, server, tool, arguments: args, timeoutMs },
       })
     ).data?.callTool;
-  const serverCounts = async (server: string) =>
+  /** The outcome counts of one server within one run's configuration. */
+  const serverCounts = async (server: string, run: string) =>
     (
       await mutate<{ toolOutcomeStats: Array<{ counts: Record<string, number | null> }> }>(
-        'query ($s: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s] }) { counts { ok failed cancelled total failureRate } } }',
-        { s: server },
+        'query ($s: String!, $c: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s], configurations: [$c] }) { counts { ok failed cancelled total failureRate } } }',
+        { s: server, c: configurationOf.get(run) },
       )
     ).data?.toolOutcomeStats[0]?.counts;
 
@@ -119,7 +127,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
         outcome: 'FAILED',
         toolIsError: true,
       });
-      expect(await serverCounts(server)).toEqual({
+      expect(await serverCounts(server, run)).toEqual({
         ok: 1,
         failed: 3,
         cancelled: 0,
@@ -134,7 +142,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
     'cuts a slow call on %s off when the run is cancelled: CANCELLED, within a second',
     async (server) => {
       const run = await startRun();
-      const before = await serverCounts(server);
+      const before = await serverCounts(server, run);
       const pending = call(run, server, 'slow', { ms: 30_000 }, 60_000);
       await new Promise((resolve) => setTimeout(resolve, server === 'stdio-tools' ? 2_500 : 500));
       const cancelledAt = Date.now();
@@ -158,7 +166,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
               : [],
         )
         .toContain('slow');
-      const after = await serverCounts(server);
+      const after = await serverCounts(server, run);
       expect(after?.cancelled).toBe((before?.cancelled ?? 0) + 1);
       // A cancel never moves the failure rate.
       expect(after?.failureRate).toBe(before?.failureRate ?? null);
@@ -195,7 +203,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
       outcome: 'FAILED',
       toolIsError: true,
     });
-    expect(await serverCounts('down')).toMatchObject({ failed: 1, cancelled: 0 });
+    expect(await serverCounts('down', run)).toMatchObject({ failed: 1, cancelled: 0 });
   });
 
   it('refuses an unknown server and a non-object argument, writing nothing', async () => {
@@ -216,6 +224,8 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
   });
 
   it('lists servers with their counts and last contact, and lets only manage_servers register them', async () => {
+    // A call of its own, so that the server has a contact and a count whatever ran before.
+    expect((await call(await startRun(), 'http-tools', 'echo', { text: 'hi' }))?.data?.steps).toHaveLength(1);
     const list = await mutate<{
       mcpServers: Array<{
         identifier: string;

@@ -1,18 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorCodes, openTestApi, type TestApi } from '../support/api.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type {
+  ReadContractRunListQueryVariables,
+  ReadContractStepPageQuery,
+} from '../.generated/operations/graphql.ts';
+import { graphql } from '../.generated/operations/index.ts';
+import { errorCodes, openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 import { recordFixtureRuns } from '../support/fixtures.ts';
 
 type Fixture = Awaited<ReturnType<typeof recordFixtureRuns>>;
-
-interface StepNode {
-  id: string;
-  sequence: number;
-  kind: string;
-  outcome: string | null;
-  toolIsError: boolean | null;
-  [field: string]: unknown;
-}
 
 describe.each(backendNames)('the read contract (%s)', (backend) => {
   let api: TestApi;
@@ -20,11 +16,15 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
 
   beforeAll(async () => {
     api = await openTestApi(backend);
-    fixture = await recordFixtureRuns(api.database.handle.db);
   });
   afterAll(async () => api?.dispose());
+  // Each test reads its own copy of the fixture, in a transaction rolled back after it.
+  rollbackEach(() => api);
+  beforeEach(async () => {
+    fixture = await recordFixtureRuns(api.db);
+  });
 
-  const runDetail = `query ($uuid: String!) {
+  const runDetail = graphql(`query ReadContractRunDetail($uuid: String!) {
     run(uuid: $uuid) {
       id uuid status terminationReason configuration owner createdAt startedAt finishedAt
       rounds promptTokens completionTokens totalTokens estimatedCost
@@ -39,12 +39,12 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
       }
       timeline(locale: DE) { sequence kind occurredAt round durationMs outcome outcomeLabel detail }
     }
-  }`;
+  }`);
 
   it('resolves every field of a run, its steps and its timeline', async () => {
-    const result = await api.query<{ run: Record<string, unknown> }>(runDetail, { uuid: fixture.runA.uuid });
+    const result = await api.query(runDetail, { uuid: fixture.runA.uuid });
     expect(result.errors).toBeUndefined();
-    const run = result.data?.run ?? {};
+    const run = result.data?.run;
     expect(run).toMatchObject({
       uuid: fixture.runA.uuid,
       status: 'CANCELLED',
@@ -62,7 +62,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
       // ok: 3, 6, legacy 9; failed: 4, legacy 8; cancelled: 5. Cancels never raise the rate.
       toolOutcomeCounts: { ok: 3, failed: 2, cancelled: 1, total: 6, failureRate: 0.4 },
     });
-    const steps = (run.steps as { edges: Array<{ node: StepNode }> }).edges.map((e) => e.node);
+    const steps = run?.steps.edges.map((e) => e.node) ?? [];
     expect(steps.map((s) => [s.sequence, s.kind, s.toolIsError, s.outcome, s.en, s.de])).toEqual([
       [1, 'REQUEST', null, null, null, null],
       [2, 'LLM', null, null, null, null],
@@ -84,7 +84,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
     expect(steps[4]?.occurredAt).toBe('2026-11-20T10:00:05.000Z');
     expect(steps[6]?.writeTarget).toEqual({ table: 'documents', uid: '42', kind: 'CREATED' });
     expect(steps[0]?.run).toEqual({ uuid: fixture.runA.uuid });
-    const timeline = run.timeline as Array<Record<string, unknown>>;
+    const timeline = run?.timeline ?? [];
     expect(timeline.map((e) => [e.sequence, e.kind, e.outcome, e.outcomeLabel])).toEqual(
       steps.map((s) => [s.sequence, s.kind, s.outcome, s.de]),
     );
@@ -96,56 +96,48 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
   });
 
   it('pages through steps by cursor and filters them by kind and outcome', async () => {
-    const page = `query ($uuid: String!, $after: String, $kind: [StepKind!], $outcome: [ToolOutcome!]) {
+    const page =
+      graphql(`query ReadContractStepPage($uuid: String!, $after: String, $kind: [StepKind!], $outcome: [ToolOutcome!]) {
       run(uuid: $uuid) { steps(first: 4, after: $after, kind: $kind, outcome: $outcome) {
-        edges { node { sequence } } pageInfo { hasNextPage hasPreviousPage endCursor } } } }`;
-    type Page = {
-      run: { steps: { edges: Array<{ node: { sequence: number } }>; pageInfo: Record<string, unknown> } };
-    };
-    const sequences = (r: Awaited<ReturnType<TestApi['query']>>) =>
-      (r.data as Page).run.steps.edges.map((e) => e.node.sequence);
-    const first = await api.query<Page>(page, { uuid: fixture.runA.uuid });
+        edges { node { sequence } } pageInfo { hasNextPage hasPreviousPage endCursor } } } }`);
+    const sequences = (r: { data?: ReadContractStepPageQuery | null }) =>
+      r.data?.run?.steps.edges.map((e) => e.node.sequence);
+    const first = await api.query(page, { uuid: fixture.runA.uuid });
     expect(sequences(first)).toEqual([1, 2, 3, 4]);
-    expect(first.data?.run.steps.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
-    const second = await api.query<Page>(page, {
+    expect(first.data?.run?.steps.pageInfo).toMatchObject({ hasNextPage: true, hasPreviousPage: false });
+    const second = await api.query(page, {
       uuid: fixture.runA.uuid,
-      after: first.data?.run.steps.pageInfo.endCursor,
+      after: first.data?.run?.steps.pageInfo.endCursor,
     });
     expect(sequences(second)).toEqual([5, 6, 7, 8]);
-    const third = await api.query<Page>(page, {
+    const third = await api.query(page, {
       uuid: fixture.runA.uuid,
-      after: second.data?.run.steps.pageInfo.endCursor,
+      after: second.data?.run?.steps.pageInfo.endCursor,
     });
     expect(sequences(third)).toEqual([9]);
-    expect(third.data?.run.steps.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
+    expect(third.data?.run?.steps.pageInfo).toMatchObject({ hasNextPage: false, hasPreviousPage: true });
 
-    const failed = await api.query<Page>(page, { uuid: fixture.runA.uuid, outcome: ['FAILED'] });
+    const failed = await api.query(page, { uuid: fixture.runA.uuid, outcome: ['FAILED'] });
     expect(sequences(failed)).toEqual([4, 8]);
-    const answered = await api.query<Page>(page, { uuid: fixture.runA.uuid, outcome: ['OK', 'CANCELLED'] });
+    const answered = await api.query(page, { uuid: fixture.runA.uuid, outcome: ['OK', 'CANCELLED'] });
     expect(sequences(answered)).toEqual([3, 5, 6, 9]);
-    const kinds = await api.query<Page>(page, { uuid: fixture.runA.uuid, kind: ['LLM', 'TOOL_WRITE'] });
+    const kinds = await api.query(page, { uuid: fixture.runA.uuid, kind: ['LLM', 'TOOL_WRITE'] });
     expect(sequences(kinds)).toEqual([2, 7]);
   });
 
   it('lists runs newest first, pages them without gaps or repeats, and filters them', async () => {
-    const list = `query ($first: Int, $after: String, $filter: RunFilter) {
+    const list = graphql(`query ReadContractRunList($first: Int, $after: String, $filter: RunFilter) {
       runs(first: $first, after: $after, filter: $filter) {
-        edges { node { uuid } } pageInfo { hasNextPage endCursor } } }`;
-    type List = {
-      runs: {
-        edges: Array<{ node: { uuid: string } }>;
-        pageInfo: { hasNextPage: boolean; endCursor: string };
-      };
-    };
-    const uuids = async (variables: Record<string, unknown>) => {
-      const result = await api.query<List>(list, variables);
+        edges { node { uuid } } pageInfo { hasNextPage endCursor } } }`);
+    const uuids = async (variables: ReadContractRunListQueryVariables) => {
+      const result = await api.query(list, variables);
       expect(result.errors).toBeUndefined();
       return result.data?.runs.edges.map((e) => e.node.uuid);
     };
     const { runA, runB, runC } = fixture;
     expect(await uuids({})).toEqual([runC.uuid, runB.uuid, runA.uuid]);
 
-    const firstPage = await api.query<List>(list, { first: 2 });
+    const firstPage = await api.query(list, { first: 2 });
     expect(firstPage.data?.runs.pageInfo.hasNextPage).toBe(true);
     expect(await uuids({ first: 2, after: firstPage.data?.runs.pageInfo.endCursor })).toEqual([runA.uuid]);
 
@@ -164,20 +156,19 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
   });
 
   it('pages runs created in the same microsecond by id', async () => {
-    const list = `query ($after: String) { runs(first: 1, after: $after, filter: { configuration: ["same-instant"] }) {
-      edges { node { uuid } } pageInfo { endCursor hasNextPage } } }`;
-    const db = api.database.handle.db;
+    const list =
+      graphql(`query ReadContractSameInstant($after: String) { runs(first: 1, after: $after, filter: { configuration: ["same-instant"] }) {
+      edges { node { uuid } } pageInfo { endCursor hasNextPage } } }`);
+    const db = api.db;
     const { createRun } = await import('../../src/ledger/start-run.ts');
     const instant = new Date('2026-10-01T00:00:00.123Z');
     const made = [];
     for (let i = 0; i < 3; i += 1)
       made.push(await createRun(db, { owner: 'x', configuration: 'same-instant', createdAt: instant }));
     const seen: string[] = [];
-    let after: string | undefined;
+    let after: string | null | undefined;
     for (let i = 0; i < 3; i += 1) {
-      const r = await api.query<{
-        runs: { edges: Array<{ node: { uuid: string } }>; pageInfo: { endCursor: string } };
-      }>(list, { after });
+      const r = await api.query(list, { after });
       seen.push(...(r.data?.runs.edges.map((e) => e.node.uuid) ?? []));
       after = r.data?.runs.pageInfo.endCursor;
     }
@@ -185,18 +176,19 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
   });
 
   it('resolves Run and RunStep global ids through node and nodes', async () => {
-    const detail = await api.query<{
-      run: { id: string; steps: { edges: Array<{ node: { id: string } }> } };
-    }>(`query ($uuid: String!) { run(uuid: $uuid) { id steps(first: 5) { edges { node { id } } } } }`, {
-      uuid: fixture.runA.uuid,
-    });
-    const runId = detail.data?.run.id;
-    const stepId = detail.data?.run.steps.edges[4]?.node.id;
-    const nodes = await api.query<{ node: unknown; nodes: unknown[] }>(
-      `query ($run: ID!, $step: ID!) {
+    const detail = await api.query(
+      graphql(
+        `query ReadContractIds($uuid: String!) { run(uuid: $uuid) { id steps(first: 5) { edges { node { id } } } } }`,
+      ),
+      { uuid: fixture.runA.uuid },
+    );
+    const runId = detail.data?.run?.id ?? '';
+    const stepId = detail.data?.run?.steps.edges[4]?.node.id ?? '';
+    const nodes = await api.query(
+      graphql(`query ReadContractNodes($run: ID!, $step: ID!) {
         node(id: $run) { __typename id ... on Run { uuid } }
         nodes(ids: [$run, $step]) { __typename ... on RunStep { sequence outcome } ... on Run { status } }
-      }`,
+      }`),
       { run: runId, step: stepId },
     );
     expect(nodes.errors).toBeUndefined();

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
 import { revokeApiKey } from '../../src/db/api-keys.ts';
 import type { Permission } from '../../src/domain/permissions.ts';
-import { type AskAs, errorCodes, openTestApi, type TestApi } from '../support/api.ts';
+import { type AskAs, errorCodes, openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
 const OWN: Permission[] = ['read_own_runs', 'record', 'cancel_own_runs'];
@@ -37,6 +37,11 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
 
   beforeAll(async () => {
     api = await openTestApi(backend);
+  });
+  afterAll(async () => api?.dispose());
+  // Each test starts from the same two runs, in a transaction rolled back after it.
+  rollbackEach(() => api);
+  beforeEach(async () => {
     const a = await start(alice);
     runA = a.uuid;
     runAId = a.id;
@@ -44,7 +49,6 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     stepAId = (await recordInto(runA, alice)).data?.recordToolResult.data?.steps[0]?.id ?? '';
     await recordInto(runB, bob);
   });
-  afterAll(async () => api?.dispose());
 
   /** The same request about a run the actor may not see and about one that does not exist. */
   async function sameAsMissing(
@@ -130,7 +134,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
   });
 
   it('refuses every mutation on another actor’s run exactly as on a missing run, writing nothing', async () => {
-    const before = await api.database.handle.db.select().from(runs);
+    const before = await api.db.select().from(runs);
     const mutations = [
       `mutation ($u: String!) { r: recordStep(input: { runUuid: $u, kind: LLM, round: 1, durationMs: 1 }) { __typename ... on Error { code } } }`,
       `mutation ($u: String!) { r: recordToolExecution(input: { runUuid: $u, round: 1, durationMs: 1, toolName: "t", result: "", isError: false }) { __typename ... on Error { code } } }`,
@@ -142,7 +146,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
       const result = await sameAsMissing(mutation, bob, (u, id) => ({ u, id }));
       expect(result.data).toEqual({ r: { __typename: 'RunNotFoundError', code: 'RUN_NOT_FOUND' } });
     }
-    expect(await api.database.handle.db.select().from(runs)).toEqual(before);
+    expect(await api.db.select().from(runs)).toEqual(before);
   });
 
   it('lets cancel_any_run cancel another actor’s run', async () => {
@@ -178,14 +182,14 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
   });
 
   it('refuses a missing permission with FORBIDDEN, and writes nothing', async () => {
-    const before = await api.database.handle.db.$count(runs);
+    const before = await api.db.$count(runs);
     const result = await api.query(
       'mutation { startRun(input: { configuration: "x" }) { __typename } }',
       {},
       auditor,
     );
     expect(errorCodes(result)).toEqual(['FORBIDDEN']);
-    expect(await api.database.handle.db.$count(runs)).toBe(before);
+    expect(await api.db.$count(runs)).toBe(before);
     const cancel = await api.query(
       'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }',
       { u: runB },
@@ -209,7 +213,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     expect(await ask('Basic YWxpY2U6cHc=')).toEqual([401, 'UNAUTHENTICATED']);
     const key = await api.keyFor('temp', ['read_own_runs']);
     expect(await ask(`Bearer ${key}`)).toEqual([200, undefined]);
-    await revokeApiKey(api.database.handle.db, key.slice(0, 10));
+    await revokeApiKey(api.db, key.slice(0, 10));
     expect(await ask(`Bearer ${key}`)).toEqual([401, 'UNAUTHENTICATED']);
   });
 
@@ -221,7 +225,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
         { u: uuid, c: configuration },
         as,
       );
-    const before = await api.database.handle.db.select().from(runs);
+    const before = await api.db.select().from(runs);
     // bob asks for alice's run's uuid, with her configuration and with another one;
     // alice asks for her own uuid with another configuration.
     const takenByOther = await startWith(runA, 'vis', bob);
@@ -238,7 +242,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     expect(JSON.stringify(takenByOtherElsewise)).toBe(JSON.stringify(takenByCaller));
     expect(JSON.stringify(takenByOther)).not.toMatch(/alice|vis"/);
     // Nothing written, and only the owner's retry with the same configuration returns the run.
-    expect(await api.database.handle.db.select().from(runs)).toEqual(before);
+    expect(await api.db.select().from(runs)).toEqual(before);
     const retry = await startWith(runA, 'vis', alice);
     expect(retry.data).toMatchObject({
       startRun: { __typename: 'MutationStartRunSuccess', data: { uuid: runA } },

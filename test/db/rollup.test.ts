@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runSteps } from '../../drizzle/schema.ts';
 import { DURATION_BUCKETS, durationBucket } from '../../src/domain/duration-histogram.ts';
 import { statedOutcome } from '../../src/domain/stated-outcome.ts';
@@ -28,6 +28,11 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       FROM runs, (VALUES (1, 'tool', false, 'ok'), (2, 'tool', true, 'cancelled'), (3, 'tool', true, NULL),
                          (4, 'llm', true, NULL), (5, 'tool_write', false, NULL)) AS v(s, k, e, o)
      GROUP BY s, k, e, o;`;
+
+  // Each test starts from empty tables, whatever ran before it.
+  beforeEach(async () => {
+    await exec('TRUNCATE run_steps, runs CASCADE');
+  });
 
   it('counts tool steps only: a non-tool step with the boolean is no call', async () => {
     await exec(insertSteps);
@@ -105,6 +110,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   });
 
   it('is emptied by TRUNCATE run_steps, in the same transaction, and counts again from zero', async () => {
+    await exec(insertSteps);
+    expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
     await exec('TRUNCATE run_steps');
     expect(await daily()).toEqual([]);
     await exec(insertSteps);
