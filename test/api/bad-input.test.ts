@@ -185,28 +185,30 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     await healthy();
   });
 
-  it('stores a 10 MB tool result, bounded, and does not refuse it', async () => {
+  /** Records one tool result over HTTP; the answer, and the step stored for that tool name. */
+  async function recordToolOutput(toolName: string, extra: Record<string, unknown>) {
     const answer = await post(
       query(
         `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
           __typename ... on MutationRecordToolResultSuccess { data { steps { sequence outcome } } } } }`,
-        {
-          input: {
-            runUuid,
-            round: 1,
-            durationMs: 10,
-            toolName: 'dump',
-            server: 'fs',
-            result: { content: 'y'.repeat(10 * 1024 * 1024), outcome: 'OK' },
-          },
-        },
+        { input: { runUuid, round: 1, durationMs: 10, toolName, server: 'fs', ...extra } },
       ),
     );
+    const [stored] = await api.database.handle.db
+      .select({ payload: runSteps.payload, metadata: runSteps.metadata })
+      .from(runSteps)
+      .where(eq(runSteps.toolName, toolName));
+    return { answer, stored };
+  }
+
+  it('stores a 10 MB tool result, bounded, and does not refuse it', async () => {
+    const { answer, stored } = await recordToolOutput('dump', {
+      result: { content: 'y'.repeat(10 * 1024 * 1024), outcome: 'OK' },
+    });
     expect(answer.status).toBe(200);
     expect(answer.body.data?.recordToolResult).toMatchObject({
       __typename: 'MutationRecordToolResultSuccess',
     });
-    const [stored] = await api.database.handle.db.select({ payload: runSteps.payload }).from(runSteps);
     const content = String(stored?.payload.content);
     expect(content.length).toBe(50_000 + TRUNCATION_MARKER.length);
     expect(content.endsWith(TRUNCATION_MARKER)).toBe(true);
@@ -214,31 +216,15 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
   });
 
   it('stores tool output holding U+0000 and lone surrogates, repaired, and keeps its outcome', async () => {
-    const answer = await post(
-      query(
-        `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
-          __typename ... on MutationRecordToolResultSuccess { data { steps { sequence outcome } } } } }`,
-        {
-          input: {
-            runUuid,
-            round: 1,
-            durationMs: 10,
-            toolName: 'cat',
-            arguments: { 'file\u0000': 'a.png' },
-            result: { content: '\u0000PNG\uDC00', outcome: 'CANCELLED' },
-          },
-        },
-      ),
-    );
+    const { answer, stored } = await recordToolOutput('cat', {
+      arguments: { 'file\u0000': 'a.png' },
+      result: { content: '\u0000PNG\uDC00', outcome: 'CANCELLED' },
+    });
     expect(answer.status).toBe(200);
     const recorded = answer.body.data?.recordToolResult as {
       data: { steps: Array<{ sequence: number; outcome: string }> };
     };
     expect(recorded.data.steps[0]?.outcome).toBe('CANCELLED');
-    const [stored] = await api.database.handle.db
-      .select({ payload: runSteps.payload, metadata: runSteps.metadata })
-      .from(runSteps)
-      .where(eq(runSteps.sequence, recorded.data.steps[0]?.sequence ?? 0));
     expect(stored?.payload.content).toBe('\uFFFDPNG\uFFFD');
     expect(stored?.payload.arguments).toEqual({ 'file\uFFFD': 'a.png' });
     expect(stored?.metadata.repairedCharacters).toBe(3);
