@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startService } from '../support/service.ts';
 
 /**
  * `npm start` runs compiled JavaScript with plain node, and a process
@@ -56,36 +57,14 @@ describe('npm start, the way production runs it', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
     'runs node on dist/ and stops on %s to npm, freeing its port',
     async (signal) => {
-      const started = spawn('npm', ['start'], {
-        cwd: root,
-        env: {
-          ...process.env,
-          PORT: '0',
-          PGLITE_DATA_DIR: 'memory://',
-          DATABASE_URL: '',
-          NODE_ENV: 'production',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const running = await startService(
+        { PGLITE_DATA_DIR: 'memory://', NODE_ENV: 'production' },
+        { command: ['npm', 'start'], timeoutMs: 90_000 },
+      );
+      const started = running.child;
       npm = started;
-      let output = '';
-      started.stdout?.on('data', (chunk) => {
-        output += String(chunk);
-      });
-      started.stderr?.on('data', (chunk) => {
-        output += String(chunk);
-      });
-      const url = await new Promise<URL>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 90_000);
-        started.stdout?.on('data', () => {
-          const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
-          if (match?.[1]) {
-            clearTimeout(timer);
-            resolve(new URL(match[1]));
-          }
-        });
-        started.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
-      });
+      const url = new URL(running.url);
+      const output = running.output;
       const port = Number(url.port);
       expect((await fetch(`${url.origin}/health`)).status).toBe(200);
 
@@ -103,8 +82,8 @@ describe('npm start, the way production runs it', () => {
         setTimeout(() => reject(new Error('npm start did not stop within 10 s')), 10_000),
       );
       await Promise.race([exited, deadline]);
-      expect(output).toContain(`${signal}: finishing in-flight requests`);
-      expect(output).toContain('stopped');
+      expect(output()).toContain(`${signal}: finishing in-flight requests`);
+      expect(output()).toContain('stopped');
       for (const pid of tree) expect(alive(pid), `process ${pid} left behind`).toBe(false);
       expect(await portAnswers(port)).toBe(false);
     },

@@ -13,9 +13,20 @@ export interface Running {
   adminKey: () => string | undefined;
 }
 
+export interface StartOptions {
+  /** The command that starts it; default: the TypeScript entry point under node. */
+  command?: [string, ...string[]];
+  /** How long to wait for the URL line. */
+  timeoutMs?: number;
+}
+
 /** Starts the real entry point, as `npm start` does, on a free port. */
-export async function startService(env: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export async function startService(
+  env: Record<string, string>,
+  { command = [process.execPath, '--import', 'tsx', 'src/main.ts'], timeoutMs = 30_000 }: StartOptions = {},
+): Promise<Running> {
+  const [program, ...args] = command;
+  const child = spawn(program, args, {
     cwd: root,
     env: { ...process.env, PORT: '0', NODE_ENV: 'test', DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -28,7 +39,7 @@ export async function startService(env: Record<string, string>): Promise<Running
     output += String(chunk);
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), timeoutMs);
     const look = () => {
       const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
       if (match?.[1]) {
