@@ -65,7 +65,8 @@ RETURNS bigint[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN ARRAY(SELECT x + y FROM unnest(a, b) WITH ORDINALITY AS pair(x, y, i) ORDER BY i);
 
--- As in 0008, with the histogram as one array: the calls are counted per
+-- Restated whole, not edited in 0008: an applied migration is checksummed and
+-- never changes. As in 0008, with the histogram as one array: the calls are counted per
 -- (day, server, tool, bucket) first, then each group's buckets become one
 -- histogram that is added to the stored one.
 CREATE OR REPLACE FUNCTION tool_outcome_daily_follow() RETURNS trigger
