@@ -196,4 +196,28 @@ export const mcpServers = pgTable(
   ],
 );
 
-export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers };
+/**
+ * Spans received over OTLP (migrations/0017): a re-sent span is known by its
+ * trace and span id, scoped to the sender, and stored once.
+ */
+export const otlpSpans = pgTable(
+  'otlp_spans',
+  {
+    owner: text('owner').notNull(),
+    traceId: text('trace_id').notNull(),
+    spanId: text('span_id').notNull(),
+    runId: bigint('run_id', { mode: 'number' })
+      .notNull()
+      .references(() => runs.id, { onDelete: 'cascade' }),
+    /** The step the span became; null when it made none. */
+    sequence: integer('sequence'),
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex('otlp_spans_owner_trace_span_unique').on(t.owner, t.traceId, t.spanId),
+    index('otlp_spans_run_id_idx').on(t.runId),
+    check('otlp_spans_ids_hex', sql`${t.traceId} ~ '^[0-9a-f]{32}$' and ${t.spanId} ~ '^[0-9a-f]{16}$'`),
+  ],
+);
+
+export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers, otlpSpans };

@@ -1,6 +1,14 @@
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { apiKeys, mcpServers, runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
+import {
+  apiKeys,
+  mcpServers,
+  otlpSpans,
+  runSteps,
+  runs,
+  stepRequests,
+  toolOutcomeDaily,
+} from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
 import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
 import { RunStep } from '../../src/domain/run-step.ts';
@@ -175,13 +183,21 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       require('drizzle-kit/api') as typeof import('drizzle-kit/api');
     const ddl = await generateMigration(
       generateDrizzleJson({}),
-      generateDrizzleJson({ runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers }),
+      generateDrizzleJson({ runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers, otlpSpans }),
     );
     const fromMigrations = await openTestDatabase(backend);
     const fromDrizzle = await openTestDatabase(backend, { migrateTo: 0 });
     try {
       await fromDrizzle.handle.withSession((s) => s.exec(ddl.join('\n')));
-      const tables = ['runs', 'run_steps', 'step_requests', 'tool_outcome_daily', 'api_keys', 'mcp_servers'];
+      const tables = [
+        'runs',
+        'run_steps',
+        'step_requests',
+        'tool_outcome_daily',
+        'api_keys',
+        'mcp_servers',
+        'otlp_spans',
+      ];
       const expected = await describeTables(fromDrizzle.handle, tables);
       const actual = await describeTables(fromMigrations.handle, tables);
       expect(expected.columns.length).toBeGreaterThan(20);
