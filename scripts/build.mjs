@@ -41,6 +41,9 @@ if (result.status !== 0) {
 // The migrator reads its SQL beside the compiled code, as it does beside the source.
 rmSync(join(dist, 'migrations'), { recursive: true, force: true });
 cpSync(join(root, 'migrations'), join(dist, 'migrations'), { recursive: true });
+// So does the OTLP decoder read OpenTelemetry's .proto files.
+rmSync(join(dist, 'src/otlp/proto'), { recursive: true, force: true });
+cpSync(join(root, 'src/otlp/proto'), join(dist, 'src/otlp/proto'), { recursive: true });
 mkdirSync(dist, { recursive: true });
 writeFileSync(stamp, `${new Date().toISOString()}\n`);
 console.log(`built dist/ in ${((Date.now() - began) / 1000).toFixed(1)} s`);

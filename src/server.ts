@@ -10,6 +10,7 @@ import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
+import { createOtlpHandler, OTLP_TRACES_PATH } from './otlp/handler.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
@@ -25,7 +26,7 @@ export interface ServerOptions {
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
-/** The GraphQL server, built without listening: tests call `server.fetch`. */
+/** The GraphQL server (and OTLP ingestion at /v1/traces), built without listening: tests call `server.fetch`. */
 export function createServer({
   handle,
   graphiql,
@@ -34,6 +35,8 @@ export function createServer({
   production = process.env.NODE_ENV === 'production',
 }: ServerOptions): Server {
   const tools = mcpDependencies(new McpPolicy(mcp), calls);
+  const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
+  const otlp = createOtlpHandler(handle, logger);
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
@@ -44,11 +47,17 @@ export function createServer({
     maxRequestBodySize: RequestLimits.maxBodyBytes,
     healthCheckEndpoint: '/health',
     plugins: [
+      // OTLP over HTTP beside GraphQL, on the same port and keys; answered before any GraphQL plugin runs.
+      {
+        async onRequest({ url, request, endResponse }) {
+          if (url.pathname === OTLP_TRACES_PATH) endResponse(await otlp(request));
+        },
+      },
       ...protectionPlugins(production),
       useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
     // Errors are logged by name and code, never by message: see log.ts.
-    logging: process.env.NODE_ENV === 'test' ? false : createLogger(),
+    logging: logger ?? false,
   });
 }

@@ -71,6 +71,13 @@ const READS_FOR_GRAPHQL: ReadonlySet<string> = new Set([
   'src/db/faults.ts',
 ]);
 
+/**
+ * What src/otlp may import at run time from src/db: the API key behind a
+ * request, and telling a database outage apart. Spans are recorded through
+ * src/ledger (ingest-spans), under the same rules as every entry point.
+ */
+const READS_FOR_OTLP: ReadonlySet<string> = new Set(['src/db/api-keys.ts', 'src/db/faults.ts']);
+
 const ours = (target: string) => target.startsWith('src/') || target.startsWith('drizzle/');
 const inside = (target: string, dir: string) => target.startsWith(`${dir}/`);
 
@@ -106,6 +113,18 @@ const RULES: Rule[] = [
     layer: 'src/ledger',
     broken: (i) =>
       inside(i.target, 'src/graphql') ? 'src/ledger serves every entry point, never GraphQL' : null,
+  },
+  {
+    layer: 'src/otlp',
+    broken: (i) => {
+      if (['src/graphql', 'src/mcp'].some((dir) => inside(i.target, dir))) {
+        return 'src/otlp is an adapter beside GraphQL and MCP: it reaches neither';
+      }
+      if (inside(i.target, 'src/db') && !i.typeOnly && !READS_FOR_OTLP.has(i.target)) {
+        return 'src/otlp records only through src/ledger (reads: see READS_FOR_OTLP)';
+      }
+      return null;
+    },
   },
   {
     layer: 'src/graphql',
@@ -162,6 +181,11 @@ describe('architecture', () => {
         "import type { McpServerRow } from '../../db/mcp-servers.ts';\nimport { type StepRow } from '../../db/steps.ts';\nimport { listRuns } from '../../db/runs.ts';",
       ],
       ['src/mcp/i.ts', "import { findMcpServer } from '../db/mcp-servers.ts';"],
+      [
+        'src/otlp/j.ts',
+        "import { insertSpans } from '../db/otlp-spans.ts';\nimport { ErrorCode } from '../graphql/errors.ts';\nimport { actorForKey } from '../db/api-keys.ts';\nimport type { DatabaseHandle } from '../db/connection.ts';",
+      ],
+      ['src/otlp/k.ts', "import { InFlightCalls } from '../mcp/in-flight-calls.ts';"],
     ]);
     expect(importViolations(planted)).toEqual([
       "src/domain/a.ts imports '../db/runs.ts': src/domain imports nothing of ours outside it",
@@ -173,12 +197,15 @@ describe('architecture', () => {
       "src/graphql/f.ts imports '../mcp/tool-adapter.ts': src/graphql reaches MCP only through src/ledger",
       "src/graphql/types/g.ts imports '../../db/run-writes.ts': src/graphql writes only through src/ledger (reads: see READS_FOR_GRAPHQL)",
       "src/mcp/i.ts imports '../db/mcp-servers.ts': src/mcp is an adapter: it hands domain values to the ledger and knows nothing above it",
+      "src/otlp/j.ts imports '../db/otlp-spans.ts': src/otlp records only through src/ledger (reads: see READS_FOR_OTLP)",
+      "src/otlp/j.ts imports '../graphql/errors.ts': src/otlp is an adapter beside GraphQL and MCP: it reaches neither",
+      "src/otlp/k.ts imports '../mcp/in-flight-calls.ts': src/otlp is an adapter beside GraphQL and MCP: it reaches neither",
     ]);
   });
 
   it('reads the files under src/ (so the rules are checked against something)', () => {
     const files = sourceFiles('src');
-    for (const layer of ['src/domain', 'src/db', 'src/ledger', 'src/graphql', 'src/mcp']) {
+    for (const layer of ['src/domain', 'src/db', 'src/ledger', 'src/graphql', 'src/mcp', 'src/otlp']) {
       expect(files.some((file) => inside(file, layer))).toBe(true);
     }
     const imports = files.flatMap((file) => importsOf(file, readFileSync(join(root, file), 'utf8')));

@@ -68,6 +68,19 @@ export const RequestLimits = {
   maxBodyBytes: 16 * 1024 * 1024,
 } as const;
 
+/**
+ * What one OTLP export request (`POST /v1/traces`) may send. A body past a
+ * limit is refused with HTTP 413 and nothing of it is stored.
+ */
+export const OtlpLimits = {
+  /** The body as sent, compressed or not: the same bound as a GraphQL request. */
+  maxBodyBytes: RequestLimits.maxBodyBytes,
+  /** A gzip body once inflated: inflating stops here, so a small body that would inflate to gigabytes costs no more. */
+  maxInflatedBytes: 32 * 1024 * 1024,
+  /** Spans in one request (an SDK's batch holds 512 by default). */
+  maxSpans: 10_000,
+} as const;
+
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
 const CONTROL = /[\u0000-\u001f\u007f]/;
 

@@ -1,0 +1,127 @@
+import { createHash } from 'node:crypto';
+import { InvalidInputError, RunTerminalError } from './errors.ts';
+import { isTerminalStatus, type RunStatus, type TerminationReason } from './run-status.ts';
+import type { RunStep } from './run-step.ts';
+import { isToolOutcome, ToolOutcome } from './tool-outcome.ts';
+
+/**
+ * What a span says about how it ended, and the rules that turn it into an
+ * outcome. OpenTelemetry has no status for a cancellation: a cancelled call
+ * arrives as ERROR or as UNSET/OK, so the outcome is decided by evidence, in a
+ * fixed order (SPEC 9).
+ */
+export interface SpanEvidence {
+  /** `runledger.tool.outcome`, as sent (any value: an unknown one is refused). */
+  statedOutcome: string | null;
+  /** `error.type`, as sent. */
+  errorType: string | null;
+  /** The span's status code. */
+  status: 'unset' | 'ok' | 'error';
+  /** An MCP `notifications/cancelled` was sent for this call. */
+  cancelNotified: boolean;
+}
+
+/** The attribute a sender states the outcome with, ahead of every other piece of evidence. */
+export const STATED_OUTCOME_ATTRIBUTE = 'runledger.tool.outcome';
+
+/**
+ * An `error.type` that names a cancellation or an abort rather than a fault:
+ * `cancelled`, `canceled`, `AbortError`, `CancelledError`, `OperationCanceledException`,
+ * `context.Canceled`, `RequestAborted`, `tool_cancelled`, ... Matched on the
+ * words "cancel" and "abort" (any case, either spelling), so the names every
+ * language gives them are recognised, and a name that merely contains another
+ * word (`timeout`, `tool_error`) is not.
+ */
+export function isCancellationErrorType(errorType: string): boolean {
+  return /cancel|abort/i.test(errorType);
+}
+
+/** A stated outcome that is not one of the three: VALUE_INVALID on the attribute. */
+function unknownStatedOutcome(value: string): InvalidInputError {
+  return new InvalidInputError(
+    'VALUE_INVALID',
+    `${STATED_OUTCOME_ATTRIBUTE} must be ok, failed or cancelled, not ${JSON.stringify(value.slice(0, 40))}`,
+    STATED_OUTCOME_ATTRIBUTE,
+  );
+}
+
+/**
+ * The outcome of a tool span, by evidence in this order:
+ * 1. `runledger.tool.outcome` when set (ok, failed or cancelled; anything else is refused);
+ * 2. a cancellation: an `error.type` naming a cancellation or abort, or an MCP
+ *    `notifications/cancelled` for the call: `cancelled`;
+ * 3. status ERROR, or any other `error.type` (`tool_error`, `timeout`, ...): `failed`;
+ * 4. otherwise `ok`.
+ */
+export function toolOutcomeFromEvidence(evidence: SpanEvidence): ToolOutcome {
+  if (evidence.statedOutcome !== null) {
+    if (!isToolOutcome(evidence.statedOutcome)) throw unknownStatedOutcome(evidence.statedOutcome);
+    return evidence.statedOutcome;
+  }
+  const errorType = evidence.errorType?.trim() || null;
+  if ((errorType !== null && isCancellationErrorType(errorType)) || evidence.cancelNotified) {
+    return ToolOutcome.Cancelled;
+  }
+  if (evidence.status === 'error' || errorType !== null) return ToolOutcome.Failed;
+  return ToolOutcome.Ok;
+}
+
+/** How a run ends, read off its root (or agent) span with the same evidence as a tool call. */
+export interface RunEnding {
+  status: Extract<RunStatus, 'completed' | 'failed' | 'cancelled'>;
+  reason: TerminationReason;
+}
+
+/**
+ * A run's ending from its root span: a cancellation ends it `cancelled`
+ * (reason `cancelled`), an error `failed` (reason `not_retryable`: the agent
+ * gave up on an error), anything else `completed`. `runledger.tool.outcome`
+ * is a tool's attribute and plays no part here.
+ */
+export function runEndingFromEvidence(evidence: Omit<SpanEvidence, 'statedOutcome'>): RunEnding {
+  switch (toolOutcomeFromEvidence({ ...evidence, statedOutcome: null })) {
+    case ToolOutcome.Cancelled:
+      return { status: 'cancelled', reason: 'cancelled' };
+    case ToolOutcome.Failed:
+      return { status: 'failed', reason: 'not_retryable' };
+    case ToolOutcome.Ok:
+      return { status: 'completed', reason: 'completed' };
+  }
+}
+
+/** The worse of two endings: cancelled over failed over completed. */
+export function worseEnding(a: RunEnding, b: RunEnding): RunEnding {
+  const rank = { completed: 0, failed: 1, cancelled: 2 } as const;
+  return rank[b.status] > rank[a.status] ? b : a;
+}
+
+/**
+ * A trace's spans lie within its root span, so a run ended by its root (or by
+ * any writer) still takes the steps of calls that started before it ended:
+ * exporters deliver spans late and out of order. A step that started after
+ * the end is refused as for every writer (RUN_TERMINAL).
+ */
+export function checkRunAcceptsSpanStep(
+  run: { uuid: string; status: RunStatus; finishedAt: Date | null },
+  step: Pick<RunStep, 'occurredAt' | 'durationMs'>,
+): void {
+  if (!isTerminalStatus(run.status)) return;
+  const startedAt = step.occurredAt.getTime() - step.durationMs;
+  if (run.finishedAt === null || startedAt > run.finishedAt.getTime()) {
+    throw new RunTerminalError(run.uuid, run.status, 'it takes only spans that started before it ended');
+  }
+}
+
+/**
+ * The run a group of spans goes to, as a UUID that the sender, the kind of
+ * key (`trace` or `conversation`) and the key itself decide: the same trace
+ * sent again, by any instance, finds the same run, and two senders never share one.
+ * SHA-256 of the three, shaped as a version 8 (custom) UUID.
+ */
+export function spanRunUuid(owner: string, kind: 'trace' | 'conversation', key: string): string {
+  const hex = createHash('sha256')
+    .update(`runledger-otlp\u0000${owner}\u0000${kind}\u0000${key}`)
+    .digest('hex');
+  const variant = ((Number.parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}

@@ -1,0 +1,280 @@
+import type { Database } from '../db/connection.ts';
+import { insertSpans, runsOfTraces, type StoredSpan, storedSpanKeys } from '../db/otlp-spans.ts';
+import {
+  addRollups,
+  insertRunUnlessPresent,
+  insertSteps,
+  lastSequence,
+  lockRun,
+  setTerminal,
+  type Transaction,
+} from '../db/run-writes.ts';
+import type { RunRow } from '../db/runs.ts';
+import { DomainError } from '../domain/errors.ts';
+import { checkName } from '../domain/limits.ts';
+import { requirePermission } from '../domain/permissions.ts';
+import { stepRollups } from '../domain/run-rollups.ts';
+import { isTerminalStatus, type RunStatus } from '../domain/run-status.ts';
+import type { StepCommand } from '../domain/run-trace.ts';
+import { RunTrace } from '../domain/run-trace.ts';
+import { checkRunAcceptsSpanStep, type RunEnding, spanRunUuid } from '../domain/span-evidence.ts';
+import type { Scope } from './scope.ts';
+import {
+  type PlainStepInput,
+  plainStep,
+  type ToolCallInput,
+  type ToolResultInput,
+  toolCall,
+  toolResult,
+} from './step-input.ts';
+
+/**
+ * Recording from OpenTelemetry spans (SPEC 9): the same rules as every other
+ * entry point (record permission, the actor's own runs, the step checks,
+ * gapless numbering under the run's lock, the run's rollups), plus the two a
+ * stream of spans needs: each span is stored once, and spans find their run by
+ * trace (or conversation) whichever request brings them.
+ */
+
+/** The step a span becomes, as plain inputs: checked here by the rules of every entry point. */
+export type SpanStep =
+  | { type: 'tool'; call: ToolCallInput; result: ToolResultInput }
+  | { type: 'plain'; step: PlainStepInput };
+
+/** A refusal of one span: a stable code, and what was wrong. */
+export interface SpanRefusal {
+  code: string;
+  message: string;
+}
+
+/** One span, as the OTLP adapter maps it. */
+export interface IngestedSpan {
+  traceId: string;
+  spanId: string;
+  /** When it started, in nanoseconds since the epoch: the order of the run's steps. */
+  startUnixNano: bigint;
+  endedAt: Date;
+  /** `gen_ai.conversation.id`: spans of one conversation share a run. */
+  conversationId: string | null;
+  /** Candidates for a new run's configuration, strongest first within each span. */
+  configuration: { stated: string | null; agentName: string | null; serviceName: string | null };
+  /** The step it becomes; null for a span that is not a step. */
+  step: SpanStep | null;
+  /** A trace's root span ends its run this way; null for every other span. */
+  ending: RunEnding | null;
+  /** Set when the span cannot be used at all. */
+  refusal: SpanRefusal | null;
+}
+
+export interface IngestResult {
+  /** Spans stored now, as steps or as a run's end. */
+  stored: number;
+  /** Spans already stored by an earlier request (or twice in this one): nothing written. */
+  duplicates: number;
+  /** Spans that are neither steps nor ends (HTTP, database, agent spans below the root). */
+  ignored: number;
+  rejected: SpanRefusal[];
+}
+
+/** A new run's configuration when no span names one. */
+export const DEFAULT_SPAN_CONFIGURATION = 'opentelemetry';
+
+const spanKey = (span: { traceId: string; spanId: string }) => `${span.traceId}/${span.spanId}`;
+
+/** A domain refusal as one span's: its code, field and message; anything else is not a refusal and is thrown on. */
+export function refusalOf(error: unknown): SpanRefusal {
+  if (error instanceof DomainError) {
+    const field = 'field' in error && typeof error.field === 'string' ? ` (${error.field})` : '';
+    return { code: error.code, message: `${error.code}${field}: ${error.message}` };
+  }
+  throw error;
+}
+
+/** Where a group of spans goes: a run keyed by trace or by conversation. */
+interface SpanGroup {
+  uuid: string;
+  byConversation: boolean;
+  spans: IngestedSpan[];
+}
+
+/**
+ * The run of each span: the run its trace already went to; else, for a trace
+ * new to the sender, the run of its conversation when one of its spans here
+ * names one; else a run of its own.
+ */
+async function groupSpans(db: Database, owner: string, spans: readonly IngestedSpan[]): Promise<SpanGroup[]> {
+  const traceIds = [...new Set(spans.map((s) => s.traceId))];
+  const known = await runsOfTraces(db, owner, traceIds);
+  const conversationOf = new Map<string, string>();
+  for (const span of spans) {
+    if (span.conversationId !== null && !conversationOf.has(span.traceId)) {
+      conversationOf.set(span.traceId, span.conversationId);
+    }
+  }
+  const groups = new Map<string, SpanGroup>();
+  for (const span of spans) {
+    const conversation = conversationOf.get(span.traceId);
+    const uuid =
+      known.get(span.traceId) ??
+      (conversation !== undefined
+        ? spanRunUuid(owner, 'conversation', conversation)
+        : spanRunUuid(owner, 'trace', span.traceId));
+    const group = groups.get(uuid) ?? {
+      uuid,
+      byConversation: !known.has(span.traceId) && conversation !== undefined,
+      spans: [],
+    };
+    group.spans.push(span);
+    groups.set(uuid, group);
+  }
+  return [...groups.values()];
+}
+
+function configurationOf(spans: readonly IngestedSpan[]): string {
+  for (const pick of ['stated', 'agentName', 'serviceName'] as const) {
+    const found = spans.find((s) => s.configuration[pick])?.configuration[pick];
+    if (found) return found;
+  }
+  return DEFAULT_SPAN_CONFIGURATION;
+}
+
+function commandOf(step: SpanStep, now: Date): StepCommand {
+  if (step.type === 'tool') {
+    return { type: 'toolResult', call: toolCall(step.call, now), result: toolResult(step.result) };
+  }
+  return { type: 'plain', step: plainStep(step.step, now) };
+}
+
+/** The run of a group, created on its first span; null when the uuid is another actor's. */
+async function runOfGroup(tx: Transaction, owner: string, group: SpanGroup): Promise<RunRow | null> {
+  const earliest = group.spans.reduce((a, b) => (b.startUnixNano < a.startUnixNano ? b : a));
+  const createdAt = new Date(Number(earliest.startUnixNano / 1_000_000n));
+  await insertRunUnlessPresent(tx, {
+    uuid: group.uuid,
+    owner,
+    configuration: checkName(configurationOf(group.spans), 'configuration'),
+    status: 'running',
+    createdAt,
+    startedAt: createdAt,
+  });
+  const run = await lockRun(tx, group.uuid);
+  return run && run.owner === owner ? run : null;
+}
+
+interface GroupOutcome {
+  stored: number;
+  duplicates: number;
+  ignored: number;
+  rejected: SpanRefusal[];
+}
+
+/**
+ * One group in one transaction: the run created if new and locked, spans
+ * already stored left out, the rest numbered after the last stored step in
+ * start-time order, the spans recorded as stored, and the run ended by its
+ * root span (a trace's run only: a conversation has no last span).
+ */
+async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: Date): Promise<GroupOutcome> {
+  return db.transaction(async (tx) => {
+    const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
+    const run = await runOfGroup(tx, owner, group);
+    if (!run) {
+      const refusal = { code: 'RUN_NOT_FOUND', message: `RUN_NOT_FOUND: no run ${group.uuid}` };
+      outcome.rejected.push(...group.spans.map(() => refusal));
+      return outcome;
+    }
+    const relevant = group.spans.filter(
+      (s) => s.step !== null || (s.ending !== null && !group.byConversation),
+    );
+    outcome.ignored = group.spans.length - relevant.length;
+    const stored = await storedSpanKeys(tx, owner, relevant);
+    const fresh = relevant.filter((s) => !stored.has(spanKey(s)));
+    outcome.duplicates = relevant.length - fresh.length;
+
+    const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
+    const trace = new RunTrace({ nextSequence: (await lastSequence(tx, run.id)) + 1, clock: () => now });
+    const records: StoredSpan[] = [];
+    // Start-time order; spans that started in the same nanosecond keep the order they arrived in (a stable sort).
+    const ordered = [...fresh].sort((a, b) =>
+      a.startUnixNano === b.startUnixNano ? 0 : a.startUnixNano < b.startUnixNano ? -1 : 1,
+    );
+    for (const span of ordered) {
+      if (span.step === null) continue;
+      try {
+        const command = commandOf(span.step, now);
+        const timing = command.type === 'plain' ? command.step : command.call;
+        checkRunAcceptsSpanStep(state, {
+          occurredAt: timing.occurredAt ?? now,
+          durationMs: timing.durationMs,
+        });
+        const [first] = trace.apply(command);
+        records.push({ traceId: span.traceId, spanId: span.spanId, sequence: first?.sequence ?? null });
+      } catch (error) {
+        outcome.rejected.push(refusalOf(error));
+      }
+    }
+    const steps = trace.steps;
+    const rollups = stepRollups(steps, run);
+    await insertSteps(tx, run.id, steps);
+    if (steps.length > 0) await addRollups(tx, run.id, rollups);
+
+    // The root span ends a trace's run, after its steps: the latest-ending root if sent more than once.
+    const endings = group.byConversation ? [] : ordered.filter((s) => s.ending !== null);
+    const recorded = new Set(records.map(spanKey));
+    for (const span of endings) {
+      if (!recorded.has(spanKey(span)))
+        records.push({ traceId: span.traceId, spanId: span.spanId, sequence: null });
+    }
+    const last = endings.reduce<IngestedSpan | null>(
+      (a, b) => (a === null || b.endedAt > a.endedAt ? b : a),
+      null,
+    );
+    if (last?.ending && !isTerminalStatus(state.status)) {
+      await setTerminal(tx, run.id, { ...last.ending, finishedAt: last.endedAt });
+    }
+    await insertSpans(tx, owner, run.id, records);
+    outcome.stored = records.length;
+    return outcome;
+  });
+}
+
+/**
+ * Records an export request's spans. Each run's spans are written in one
+ * transaction; a refused span is reported and the others are stored. A span
+ * stored before (a retried export) is counted and not written again.
+ */
+export async function ingestSpans(
+  { db, actor }: Scope,
+  spans: readonly IngestedSpan[],
+): Promise<IngestResult> {
+  requirePermission(actor, 'record');
+  const result: IngestResult = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
+  const seen = new Set<string>();
+  const usable: IngestedSpan[] = [];
+  for (const span of spans) {
+    if (span.refusal) {
+      result.rejected.push(span.refusal);
+    } else if (seen.has(spanKey(span))) {
+      result.duplicates += 1;
+    } else {
+      seen.add(spanKey(span));
+      usable.push(span);
+    }
+  }
+  const now = new Date();
+  for (const group of await groupSpans(db, actor.name, usable)) {
+    let outcome: GroupOutcome;
+    try {
+      outcome = await ingestGroup(db, actor.name, group, now);
+    } catch (error) {
+      // A refusal of the whole group (a run's token total past its limit): its spans are reported, nothing of it written.
+      const refusal = refusalOf(error);
+      outcome = { stored: 0, duplicates: 0, ignored: 0, rejected: group.spans.map(() => refusal) };
+    }
+    result.stored += outcome.stored;
+    result.duplicates += outcome.duplicates;
+    result.ignored += outcome.ignored;
+    result.rejected.push(...outcome.rejected);
+  }
+  return result;
+}
