@@ -96,6 +96,25 @@ describe.each(backendNames)('OTLP exporters against the real process (%s)', (bac
       expect(await runsOf(running, key, configuration)).toEqual([run]);
     },
   );
+
+  it('the same new trace sent four times at once is stored once', async () => {
+    const configuration = 'service-race';
+    const agent = await agentTrace(configuration);
+    const body = ProtobufTraceSerializer.serializeRequest(agent.spans) ?? new Uint8Array();
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        fetch(`${new URL(running.url).origin}/v1/traces`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${key}` },
+          body: new Uint8Array(body),
+        }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    const runs = await runsOf(running, key, configuration);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.steps.edges.map((e) => e.node.sequence)).toEqual([1, 2, 3, 4, 5]);
+  });
 });
 
 describe.runIf(backendNames.includes('postgres'))('OTLP while PostgreSQL is down (a private cluster)', () => {
