@@ -93,7 +93,6 @@ export function refusalOf(error: unknown): SpanRefusal {
 /** Where a group of spans goes: a run keyed by trace or by conversation. */
 interface SpanGroup {
   uuid: string;
-  byConversation: boolean;
   spans: IngestedSpan[];
 }
 
@@ -119,11 +118,7 @@ async function groupSpans(db: Database, owner: string, spans: readonly IngestedS
       (conversation !== undefined
         ? spanRunUuid(owner, 'conversation', conversation)
         : spanRunUuid(owner, 'trace', span.traceId));
-    const group = groups.get(uuid) ?? {
-      uuid,
-      byConversation: !known.has(span.traceId) && conversation !== undefined,
-      spans: [],
-    };
+    const group = groups.get(uuid) ?? { uuid, spans: [] };
     group.spans.push(span);
     groups.set(uuid, group);
   }
@@ -183,9 +178,10 @@ async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: D
       outcome.rejected.push(...group.spans.map(() => refusal));
       return outcome;
     }
-    const relevant = group.spans.filter(
-      (s) => s.step !== null || (s.ending !== null && !group.byConversation),
-    );
+    // A root span ends the run of its own trace; a conversation's run has no last span.
+    const endsRun = (s: IngestedSpan) =>
+      s.ending !== null && group.uuid === spanRunUuid(owner, 'trace', s.traceId);
+    const relevant = group.spans.filter((s) => s.step !== null || endsRun(s));
     outcome.ignored = group.spans.length - relevant.length;
     const stored = await storedSpanKeys(tx, owner, relevant);
     const fresh = relevant.filter((s) => !stored.has(spanKey(s)));
@@ -219,7 +215,7 @@ async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: D
     if (steps.length > 0) await addRollups(tx, run.id, rollups);
 
     // The root span ends a trace's run, after its steps: the latest-ending root if sent more than once.
-    const endings = group.byConversation ? [] : ordered.filter((s) => s.ending !== null);
+    const endings = ordered.filter(endsRun);
     const recorded = new Set(records.map(spanKey));
     for (const span of endings) {
       if (!recorded.has(spanKey(span)))
