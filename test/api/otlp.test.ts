@@ -12,6 +12,7 @@ import {
 } from '@opentelemetry/semantic-conventions/incubating';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
 import { messages } from '../../src/otlp/decode.ts';
 import { createHttpServer } from '../../src/transport.ts';
 import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
@@ -311,6 +312,52 @@ describe.each(backendNames)('OTLP ingestion at /v1/traces (%s)', (backend) => {
     expect(byTool.get('stated')).toBe('CANCELLED');
     expect(byTool.get('notified')).toBe('CANCELLED');
     expect(run.toolOutcomeCounts).toMatchObject({ ok: 1, failed: 2, cancelled: 3, failureRate: 2 / 3 });
+  });
+
+  it('an MCP notifications/cancelled event on the span cancels it; a result is bounded, arguments over the limit refused', async () => {
+    const configuration = 'support-bounds';
+    const agent = await agentTrace(configuration, async (tracer, parent) => {
+      const tool = (name: string, attributes: Record<string, string>) =>
+        tracer.startSpan(
+          `execute_tool ${name}`,
+          {
+            attributes: {
+              [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+              [ATTR_GEN_AI_TOOL_NAME]: name,
+              ...attributes,
+            },
+          },
+          parent,
+        );
+      const evented = tool('evented', {});
+      evented.addEvent('notifications/cancelled', { 'mcp.method.name': 'notifications/cancelled' });
+      evented.setStatus({ code: 2 });
+      evented.end();
+      tool('verbose', { 'gen_ai.tool.call.result': 'x'.repeat(60_000) }).end();
+      tool('huge_arguments', {
+        'gen_ai.tool.call.arguments': JSON.stringify({ blob: 'y'.repeat(100_001) }),
+      }).end();
+    });
+    const body = ProtobufTraceSerializer.serializeRequest(agent.spans as ReadableSpan[]) ?? new Uint8Array();
+    const response = await send(body, { ...(await auth()), 'content-type': 'application/x-protobuf' });
+    expect(response.status).toBe(200);
+    const answer = ProtobufTraceSerializer.deserializeResponse(new Uint8Array(await response.arrayBuffer()));
+    expect(Number(answer.partialSuccess?.rejectedSpans)).toBe(1);
+    expect(answer.partialSuccess?.errorMessage).toContain('VALUE_TOO_LARGE');
+    const run = await onlyRun(configuration);
+    const byTool = new Map(steps(run).map((s) => [s.toolName, s]));
+    expect(byTool.get('evented')?.outcome).toBe('CANCELLED');
+    expect(byTool.has('huge_arguments')).toBe(false);
+    const verbose = await api.query<{
+      run: { steps: { edges: Array<{ node: { toolName: string; metadata: { contentBytes: number } } }> } };
+    }>(
+      `query ($uuid: String!) { run(uuid: $uuid) { steps(first: 50) { edges { node { toolName metadata } } } } }`,
+      { uuid: run.uuid },
+      { actor: AGENT, permissions: PERMISSIONS },
+    );
+    const stored = verbose.data?.run.steps.edges.find((e) => e.node.toolName === 'verbose');
+    // Cut at 50,000 bytes, plus the marker that says so.
+    expect(stored?.node.metadata.contentBytes).toBe(50_000 + Buffer.byteLength(TRUNCATION_MARKER));
   });
 
   it.each(['protobuf', 'json'] as ExporterKind[])(
