@@ -10,7 +10,7 @@ import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
-import { createOtlpHandler, OTLP_TRACES_PATH } from './otlp/handler.ts';
+import { OTLP_TRACES_PATH } from './otlp/path.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
@@ -36,7 +36,8 @@ export function createServer({
 }: ServerOptions): Server {
   const tools = mcpDependencies(new McpPolicy(mcp), calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
-  const otlp = createOtlpHandler(handle, logger);
+  // Loaded on the first export, not at start: protobufjs and the OTLP definitions cost nothing until used.
+  let otlp: Promise<(request: Request) => Promise<Response>> | undefined;
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
@@ -50,7 +51,9 @@ export function createServer({
       // OTLP over HTTP beside GraphQL, on the same port and keys; answered before any GraphQL plugin runs.
       {
         async onRequest({ url, request, endResponse }) {
-          if (url.pathname === OTLP_TRACES_PATH) endResponse(await otlp(request));
+          if (url.pathname !== OTLP_TRACES_PATH) return;
+          otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger));
+          endResponse(await (await otlp)(request));
         },
       },
       ...protectionPlugins(production),

@@ -11,15 +11,13 @@ import { decodeJson, decodeProtobuf, MalformedExportError, messages } from './de
 import { mapSpans } from './mapping.ts';
 
 /**
- * `POST /v1/traces`: OTLP over HTTP (protobuf or JSON, gzip or not), answered
+ * `POST /v1/traces` (OTLP_TRACES_PATH): OTLP over HTTP (protobuf or JSON, gzip or not), answered
  * as the OTLP specification says: 200 with an ExportTraceServiceResponse
  * (partial success names the rejected spans' count and reasons), 400 with a
  * google.rpc.Status for a request that cannot be read, 401 / 403, 413, 415,
  * and 503 with Retry-After while the database is away (exporters retry those).
  * Every answer is in the request's encoding.
  */
-export const OTLP_TRACES_PATH = '/v1/traces';
-
 /** As for GraphQL's 503: exporters honour Retry-After. */
 const RETRY_AFTER_SECONDS = 5;
 /** At most this much of the rejected spans' reasons goes into error_message. */
