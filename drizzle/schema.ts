@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import {
+  type AnyPgColumn,
   bigint,
   boolean,
   check,
@@ -146,6 +147,70 @@ export const toolOutcomeDaily = pgTable(
       'tool_outcome_daily_durations_shape',
       sql`array_ndims(${t.durations}) = 1 and array_lower(${t.durations}, 1) = 1 and array_upper(${t.durations}, 1) = ${sql.raw(String(DURATION_BUCKETS))} and array_position(${t.durations}, null) is null`,
     ),
+  ],
+);
+
+const durationsColumn = () =>
+  bigint('durations', { mode: 'number' })
+    .array()
+    .notNull()
+    .default(sql.raw(`array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}])`));
+
+const durationsShape = (name: string, durations: AnyPgColumn) =>
+  check(
+    name,
+    sql`array_ndims(${durations}) = 1 and array_lower(${durations}, 1) = 1 and array_upper(${durations}, 1) = ${sql.raw(String(DURATION_BUCKETS))} and array_position(${durations}, null) is null`,
+  );
+
+/**
+ * Tool calls per UTC day, run owner, run configuration, server and tool
+ * (migrations/0012): every grouping and every actor by whole days. The same
+ * triggers keep it exact.
+ */
+export const toolOutcomeOwnerDaily = pgTable(
+  'tool_outcome_owner_daily',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_daily_pkey',
+      columns: [t.day, t.owner, t.configuration, t.server, t.toolName],
+    }),
+    index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
+    durationsShape('tool_outcome_owner_daily_durations_shape', t.durations),
+  ],
+);
+
+/** The same per UTC hour (migrations/0012): hourly buckets and days that start on another hour. */
+export const toolOutcomeHourly = pgTable(
+  'tool_outcome_hourly',
+  {
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_hourly_pkey',
+      columns: [t.hour, t.owner, t.configuration, t.server, t.toolName],
+    }),
+    index('tool_outcome_hourly_owner_idx').on(t.owner, t.hour),
+    durationsShape('tool_outcome_hourly_durations_shape', t.durations),
   ],
 );
 

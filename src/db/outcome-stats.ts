@@ -18,10 +18,11 @@ export interface StatsQuery {
   durations?: boolean;
 }
 
-/** `raw` reads run_steps only; `auto` answers whole UTC days from tool_outcome_daily where it can. */
+/** `raw` reads run_steps only; `auto` answers whole UTC hours and days from the rollups where it can. */
 export type StatsStrategy = 'auto' | 'raw';
 
-const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 // Counts arrive as bigint (text or BigInt, by driver) and are read with Number().
 interface Row {
@@ -115,18 +116,62 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
   });
 }
 
-/** Whole UTC days [from, to) from the daily table. */
-async function dailyCells(db: Database, query: StatsQuery, from: Date, to: Date): Promise<StatsCell[]> {
+/** A rollup of tool calls: its table, its time column, and whether its key holds the run's owner and configuration. */
+interface Rollup {
+  table: 'tool_outcome_daily' | 'tool_outcome_owner_daily' | 'tool_outcome_hourly';
+  since: (at: Date) => SQL;
+  until: (at: Date) => SQL;
+  epochMs: SQL;
+  byRun: boolean;
+}
+
+const dayText = (at: Date) => at.toISOString().slice(0, 10);
+const daySince = (at: Date) => sql`day >= ${dayText(at)}::date`;
+const dayUntil = (at: Date) => sql`day < ${dayText(at)}::date`;
+const dayEpochMs = sql`(extract(epoch from day::timestamp) * 1000)`;
+
+const ROLLUPS = {
+  /** (UTC day, server, tool): the smallest, for what needs neither owner nor configuration. */
+  daily: { table: 'tool_outcome_daily', since: daySince, until: dayUntil, epochMs: dayEpochMs, byRun: false },
+  /** (UTC day, owner, configuration, server, tool): every grouping, every actor, by whole days. */
+  ownerDaily: {
+    table: 'tool_outcome_owner_daily',
+    since: daySince,
+    until: dayUntil,
+    epochMs: dayEpochMs,
+    byRun: true,
+  },
+  /** (UTC hour, owner, configuration, server, tool): hours, and days that start on another hour. */
+  hourly: {
+    table: 'tool_outcome_hourly',
+    since: (at) => sql`hour >= ${at.toISOString()}::timestamptz`,
+    until: (at) => sql`hour < ${at.toISOString()}::timestamptz`,
+    epochMs: sql`(extract(epoch from hour) * 1000)`,
+    byRun: true,
+  },
+} as const satisfies Record<string, Rollup>;
+
+/** Whole units [from, to) of a rollup's time column, summed per group (and time bucket). */
+async function rollupCells(
+  db: Database,
+  rollup: Rollup,
+  query: StatsQuery,
+  from: Date,
+  to: Date,
+): Promise<StatsCell[]> {
   const keys: SQL[] = [];
   if (query.groupBy.includes('server')) keys.push(sql`server`);
   if (query.groupBy.includes('tool')) keys.push(sql`tool_name as tool`);
-  if (query.spec)
-    keys.push(sql`${bucketSql(query.spec, sql`(extract(epoch from day::timestamp) * 1000)`)} as bucket`);
+  if (query.groupBy.includes('configuration')) keys.push(sql`configuration`);
+  if (query.groupBy.includes('owner')) keys.push(sql`owner`);
+  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
   const conditions = [
-    sql`day >= ${from.toISOString().slice(0, 10)}::date`,
-    sql`day < ${to.toISOString().slice(0, 10)}::date`,
+    rollup.since(from),
+    rollup.until(to),
     inList(sql`server`, query.servers),
     inList(sql`tool_name`, query.tools),
+    rollup.byRun ? inList(sql`configuration`, query.configurations) : null,
+    rollup.byRun ? inList(sql`owner`, query.owners) : null,
   ].filter((c): c is SQL => c !== null);
   // Histograms summed element by element, one sum per bucket: of the ways to add arrays across rows
   // in plain SQL (unnest ... with ordinality grouped by bucket, a custom aggregate) this is the one
@@ -141,7 +186,7 @@ async function dailyCells(db: Database, query: StatsQuery, from: Date, to: Date)
     select ${sql.join([...keys, sql``], sql`, `)}
            sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
            ${histogram}
-      from tool_outcome_daily
+      from ${sql.raw(rollup.table)}
      where ${sql.join(conditions, sql` and `)}
      ${
        keys.length > 0
@@ -161,26 +206,38 @@ async function dailyCells(db: Database, query: StatsQuery, from: Date, to: Date)
   );
 }
 
-/** The daily table knows days, servers and tools, every outcome together, in UTC. */
-function dailyTableAnswers(query: StatsQuery): boolean {
+/** The (day, server, tool) rollup knows neither owners nor configurations. */
+function needsRunKey(query: StatsQuery): boolean {
   return (
-    query.groupBy.every((dimension) => dimension === 'server' || dimension === 'tool') &&
-    !query.configurations?.length &&
-    !query.owners?.length &&
-    !query.outcomes?.length &&
-    (query.spec === null || (query.spec.bucket !== 'hour' && query.spec.shiftMs % DAY_MS === 0))
+    query.groupBy.some((dimension) => dimension === 'configuration' || dimension === 'owner') ||
+    Boolean(query.configurations?.length) ||
+    Boolean(query.owners?.length)
   );
 }
 
-function startOfUtcDay(at: Date, roundUp: boolean): Date {
-  const day = Math.floor(at.getTime() / DAY_MS) * DAY_MS;
-  return new Date(roundUp && day < at.getTime() ? day + DAY_MS : day);
+/**
+ * The largest time unit whose whole units the buckets are built from: a day
+ * when buckets (if any) start at UTC midnight, an hour when they start on a
+ * whole UTC hour, else none (an offset such as +05:30 reads run_steps). A
+ * duration histogram mixes every outcome, so an outcome filter reads run_steps too.
+ */
+function rollupUnit(query: StatsQuery): 'day' | 'hour' | null {
+  if (query.outcomes?.length) return null;
+  if (query.spec === null) return 'day';
+  if (query.spec.bucket !== 'hour' && query.spec.shiftMs % DAY_MS === 0) return 'day';
+  return query.spec.shiftMs % HOUR_MS === 0 ? 'hour' : null;
+}
+
+function floorTo(at: Date, unitMs: number, roundUp: boolean): Date {
+  const floor = Math.floor(at.getTime() / unitMs) * unitMs;
+  return new Date(roundUp && floor < at.getTime() ? floor + unitMs : floor);
 }
 
 /**
  * Tool calls counted by outcome, with duration histograms, in slices the
- * domain's `summarise` merges. Whole days come from the daily table when it
- * can answer; the partial days at the edges, and everything else, from run_steps.
+ * domain's `summarise` merges. Whole UTC days come from a daily rollup, the
+ * whole hours around them from the hourly one, and the partial hours at the
+ * edges (and what no rollup answers) from run_steps.
  */
 export async function outcomeStatsCells(
   db: Database,
@@ -188,14 +245,23 @@ export async function outcomeStatsCells(
   strategy: StatsStrategy = 'auto',
 ): Promise<StatsCell[]> {
   const { from, to } = query.range;
-  if (strategy === 'raw' || !dailyTableAnswers(query)) return rawCells(db, query, from, to);
-  const wholeFrom = startOfUtcDay(from, true);
-  const wholeTo = startOfUtcDay(to, false);
-  if (wholeFrom.getTime() >= wholeTo.getTime()) return rawCells(db, query, from, to);
-  const parts = await Promise.all([
-    from < wholeFrom ? rawCells(db, query, from, wholeFrom) : [],
-    dailyCells(db, query, wholeFrom, wholeTo),
-    wholeTo < to ? rawCells(db, query, wholeTo, to) : [],
-  ]);
-  return parts.flat();
+  const unit = strategy === 'raw' ? null : rollupUnit(query);
+  const hourFrom = floorTo(from, HOUR_MS, true);
+  const hourTo = floorTo(to, HOUR_MS, false);
+  if (unit === null || hourFrom.getTime() >= hourTo.getTime()) return rawCells(db, query, from, to);
+  const dayFrom = floorTo(from, DAY_MS, true);
+  const dayTo = floorTo(to, DAY_MS, false);
+  const parts: Array<Promise<StatsCell[]>> = [];
+  if (from < hourFrom) parts.push(rawCells(db, query, from, hourFrom));
+  if (hourTo < to) parts.push(rawCells(db, query, hourTo, to));
+  if (unit === 'day' && dayFrom < dayTo) {
+    parts.push(
+      rollupCells(db, needsRunKey(query) ? ROLLUPS.ownerDaily : ROLLUPS.daily, query, dayFrom, dayTo),
+    );
+    if (hourFrom < dayFrom) parts.push(rollupCells(db, ROLLUPS.hourly, query, hourFrom, dayFrom));
+    if (dayTo < hourTo) parts.push(rollupCells(db, ROLLUPS.hourly, query, dayTo, hourTo));
+  } else {
+    parts.push(rollupCells(db, ROLLUPS.hourly, query, hourFrom, hourTo));
+  }
+  return (await Promise.all(parts)).flat();
 }

@@ -342,15 +342,42 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(failed).toEqual([...failed].sort((a, b) => a - b));
   });
 
-  it('gives the same answer from the daily table as from run_steps, also after updates and deletes', async () => {
+  it('gives the same answer from the rollups as from run_steps, for every grouping, bucket, offset and actor, also after updates and deletes', async () => {
     const db = api.db;
+    const groupings = [
+      [],
+      ['server'],
+      ['server', 'tool'],
+      ['configuration'],
+      ['owner', 'server'],
+      ['configuration', 'tool'],
+      ['server', 'tool', 'configuration', 'owner'],
+    ] as const;
+    const buckets = [
+      [null, 0],
+      ['hour', 0],
+      ['day', 0],
+      ['week', 0],
+      ['day', 120],
+      ['hour', -180],
+      ['day', 330],
+    ] as const;
+    // Whole hours, and partial hours at both edges (read from run_steps, the rest from the rollups).
+    const wholeHours = { from: new Date(from), to: new Date(to) };
+    const partialHours = { from: new Date(from + 17 * 60_000), to: new Date(to - 23 * 60_000) };
     const compare = async () => {
-      for (const groupBy of [['server'], ['server', 'tool'], []] as const) {
-        for (const bucket of [null, 'day', 'week'] as const) {
+      // Every grouping with every bucket; ranges and owners taken in turn, so each meets each.
+      let turn = 0;
+      for (const groupBy of groupings)
+        for (const [bucket, offset] of buckets) {
+          turn += 1;
+          const range = turn % 2 === 0 ? wholeHours : partialHours;
+          const owners = turn % 3 === 0 ? ['bob'] : null;
           const query: StatsQuery = {
             groupBy,
-            range: { from: new Date(from), to: new Date(to) },
-            spec: bucket ? bucketSpec(bucket, 0) : null,
+            range,
+            spec: bucket ? bucketSpec(bucket, offset) : null,
+            owners,
           };
           const options = {
             spec: query.spec,
@@ -360,11 +387,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
             minCalls: 1,
             first: 500,
           };
-          const viaDaily = summarise(await outcomeStatsCells(db, query, 'auto'), options);
+          const viaRollups = summarise(await outcomeStatsCells(db, query, 'auto'), options);
           const viaSteps = summarise(await outcomeStatsCells(db, query, 'raw'), options);
-          expect(viaDaily).toEqual(viaSteps);
+          expect(viaRollups).toEqual(viaSteps);
         }
-      }
     };
     await compare();
     await db.execute(
@@ -373,10 +399,43 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     await db.execute(
       sql`update run_steps set duration_ms = duration_ms + 1000 where kind = 'tool' and server = 'fs'`,
     );
+    await db.execute(sql`update runs set owner = 'bob' where owner = 'carol'`);
     await compare();
     const [victim] = await db.select().from(runs).where(eq(runs.owner, 'bob')).limit(1);
     await db.delete(runs).where(eq(runs.id, victim?.id ?? 0));
     await compare();
+  }, 180_000);
+
+  it('answers an actor who sees only its own runs with its own calls only, by hour, day and week', async () => {
+    const ownOnly = { actor: 'bob', permissions: ['read_own_runs'] as const };
+    for (const bucket of [null, 'HOUR', 'DAY', 'WEEK'] as const) {
+      const result = await api.query<{ toolOutcomeStats: Group[] }>(
+        STATS,
+        { groupBy: ['SERVER', 'TOOL'], filter: range, bucket },
+        ownOnly,
+      );
+      expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
+      const groups = result.data?.toolOutcomeStats ?? [];
+      const bobs = calls.filter((c) => c.owner === 'bob');
+      const total = (list: readonly Call[]) =>
+        list.filter((c) => c.at.getTime() >= from && c.at.getTime() < to).length;
+      expect(groups.reduce((sum, g) => sum + g.counts.total, 0)).toBe(total(bobs));
+      expect(total(bobs)).toBeLessThan(total(calls));
+      if (bucket === null)
+        checkAgainst(
+          groups,
+          expectedGroups(bobs, (c) => `${c.server}/${c.tool}`, from, to),
+          (g) => `${g.server}/${g.toolName}`,
+        );
+    }
+    // Asking for another owner's runs finds nothing, without a statement that could leak them.
+    const others = await api.query<{ toolOutcomeStats: Group[] }>(
+      STATS,
+      { groupBy: ['OWNER'], filter: { ...range, owners: ['alice'] } },
+      ownOnly,
+    );
+    expect(others.errors).toBeUndefined();
+    expect(others.data?.toolOutcomeStats).toEqual([]);
   });
 
   it('counts the same when no percentile is asked for, and finds percentiles asked for in a fragment', async () => {

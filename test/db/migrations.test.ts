@@ -8,6 +8,8 @@ import {
   runs,
   stepRequests,
   toolOutcomeDaily,
+  toolOutcomeHourly,
+  toolOutcomeOwnerDaily,
 } from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
 import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
@@ -183,7 +185,17 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       require('drizzle-kit/api') as typeof import('drizzle-kit/api');
     const ddl = await generateMigration(
       generateDrizzleJson({}),
-      generateDrizzleJson({ runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers, otlpSpans }),
+      generateDrizzleJson({
+        runs,
+        runSteps,
+        stepRequests,
+        toolOutcomeDaily,
+        toolOutcomeOwnerDaily,
+        toolOutcomeHourly,
+        apiKeys,
+        mcpServers,
+        otlpSpans,
+      }),
     );
     const fromMigrations = await openTestDatabase(backend);
     const fromDrizzle = await openTestDatabase(backend, { migrateTo: 0 });
@@ -194,6 +206,8 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'run_steps',
         'step_requests',
         'tool_outcome_daily',
+        'tool_outcome_owner_daily',
+        'tool_outcome_hourly',
         'api_keys',
         'mcp_servers',
         'otlp_spans',

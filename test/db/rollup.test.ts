@@ -1,10 +1,11 @@
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runSteps } from '../../drizzle/schema.ts';
+import { runSteps, runs } from '../../drizzle/schema.ts';
 import { DURATION_BUCKETS, durationBucket } from '../../src/domain/duration-histogram.ts';
 import { statedOutcome } from '../../src/domain/stated-outcome.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
-/** The daily rollup follows every way rows leave or enter run_steps, TRUNCATE included. */
+/** The rollups follow every way rows leave or enter run_steps, TRUNCATE included, and every change of a run's key. */
 describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => {
   let database: TestDatabase;
   beforeAll(async () => {
@@ -39,13 +40,39 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
   });
 
-  /** Every row of the rollup that counts something, as `day server tool` -> counts and histogram. */
-  const rollup = async () => {
+  /**
+   * Each rollup, with the SQL for its key and the same key built here from a
+   * step and its run: every rollup is checked the same way.
+   */
+  const ROLLUPS = [
+    {
+      table: 'tool_outcome_daily',
+      key: `day || ' ' || server || ' ' || tool_name`,
+      of: (step: StepWithRun) =>
+        `${step.occurredAt.toISOString().slice(0, 10)} ${step.server ?? ''} ${step.toolName ?? ''}`,
+    },
+    {
+      table: 'tool_outcome_owner_daily',
+      key: `day || ' ' || owner || ' ' || configuration || ' ' || server || ' ' || tool_name`,
+      of: (step: StepWithRun) =>
+        `${step.occurredAt.toISOString().slice(0, 10)} ${step.owner} ${step.configuration} ${step.server ?? ''} ${step.toolName ?? ''}`,
+    },
+    {
+      table: 'tool_outcome_hourly',
+      key: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24') || ' ' || owner || ' ' || configuration || ' ' || server || ' ' || tool_name`,
+      of: (step: StepWithRun) =>
+        `${step.occurredAt.toISOString().slice(0, 13)} ${step.owner} ${step.configuration} ${step.server ?? ''} ${step.toolName ?? ''}`,
+    },
+  ] as const;
+  type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
+
+  /** Every row of a rollup that counts something, as its key -> counts and histogram. */
+  const rollup = async ({ table, key }: (typeof ROLLUPS)[number]) => {
     const rows = await database.handle.withSession((s) =>
       s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
-        `SELECT day || ' ' || server || ' ' || tool_name AS key, ok::text AS ok, failed::text AS failed,
+        `SELECT ${key} AS key, ok::text AS ok, failed::text AS failed,
                 cancelled::text AS cancelled, durations::text[] AS durations
-           FROM tool_outcome_daily`,
+           FROM ${table}`,
       ),
     );
     return new Map(
@@ -54,13 +81,17 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
         .filter(([, counts]) => counts.some((count) => count !== 0)),
     );
   };
-  /** The same, counted here from run_steps by the TypeScript twins of the SQL rules. */
-  const recount = async () => {
+  /** The same, counted here from run_steps and runs by the TypeScript twins of the SQL rules. */
+  const recount = async ({ of }: (typeof ROLLUPS)[number]) => {
     const counts = new Map<string, number[]>();
-    for (const step of await database.handle.db.select().from(runSteps)) {
+    const steps = await database.handle.db
+      .select({ step: runSteps, owner: runs.owner, configuration: runs.configuration })
+      .from(runSteps)
+      .innerJoin(runs, eq(runs.id, runSteps.runId));
+    for (const { step, owner, configuration } of steps) {
       const outcome = statedOutcome(step.kind, step.toolIsError, step.toolOutcome);
       if (outcome === null) continue;
-      const key = `${step.occurredAt.toISOString().slice(0, 10)} ${step.server ?? ''} ${step.toolName ?? ''}`;
+      const key = of({ ...step, owner, configuration });
       const row = counts.get(key) ?? new Array<number>(3 + DURATION_BUCKETS).fill(0);
       for (const index of [
         ['ok', 'failed', 'cancelled'].indexOf(outcome),
@@ -71,28 +102,59 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     }
     return counts;
   };
+  const expectEveryRollupToEqualARecount = async () => {
+    for (const each of ROLLUPS)
+      expect([each.table, await rollup(each)]).toEqual([each.table, await recount(each)]);
+  };
 
-  it('equals a recount of run_steps, histogram included, after inserts, updates and deletes', async () => {
+  it('equals a recount of run_steps, histogram included, after inserts, updates and deletes: every rollup', async () => {
     await exec(`
-      INSERT INTO runs (uuid, owner, configuration, status) VALUES (gen_random_uuid(), 'alice', 'recount', 'running');
+      INSERT INTO runs (uuid, owner, configuration, status)
+      VALUES (gen_random_uuid(), 'alice', 'recount', 'running'), (gen_random_uuid(), 'bob', 'recount', 'running'),
+             (gen_random_uuid(), 'bob', 'other', 'running');
       INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
-      SELECT max(runs.id), 100 + g, 'tool', timestamptz '2026-05-01 23:30Z' + (g % 3) * interval '20 minutes',
+      SELECT (array_agg(runs.id ORDER BY runs.id))[1 + g % 3], 100 + g,
+             CASE WHEN g % 11 = 0 THEN 'llm' ELSE 'tool' END,
+             timestamptz '2026-05-01 23:30Z' + (g % 3) * interval '20 minutes',
              (g * 7919) % 2000000, 'tool_' || (g % 4), CASE WHEN g % 9 = 0 THEN NULL ELSE 'srv_' || (g % 2) END,
-             g % 6 = 0, CASE WHEN g % 12 = 0 THEN 'cancelled' WHEN g % 6 = 0 THEN 'failed' END
-        FROM runs, generate_series(1, 300) AS g WHERE runs.configuration = 'recount' GROUP BY g;`);
-    expect((await recount()).size).toBeGreaterThan(10);
-    expect(await rollup()).toEqual(await recount());
-    // Durations move between buckets, calls between days, servers and outcomes.
+             g % 6 = 0, CASE WHEN g % 11 = 0 THEN NULL WHEN g % 12 = 0 THEN 'cancelled' WHEN g % 6 = 0 THEN 'failed' END
+        FROM runs, generate_series(1, 300) AS g WHERE runs.configuration IN ('recount', 'other') GROUP BY g;`);
+    for (const each of ROLLUPS) expect((await recount(each)).size).toBeGreaterThan(10);
+    await expectEveryRollupToEqualARecount();
+    // Durations move between buckets, calls between hours, days, servers, outcomes and runs.
     await exec(`UPDATE run_steps SET duration_ms = duration_ms / 3 + 1 WHERE sequence % 4 = 0;
       UPDATE run_steps SET occurred_at = occurred_at + interval '1 day', server = NULL WHERE sequence % 5 = 0;
-      UPDATE run_steps SET tool_is_error = NOT tool_is_error WHERE tool_outcome IS NULL AND sequence % 7 = 0;`);
-    expect(await rollup()).toEqual(await recount());
+      UPDATE run_steps SET occurred_at = occurred_at + interval '10 minutes' WHERE sequence % 13 = 0;
+      UPDATE run_steps SET tool_is_error = NOT tool_is_error WHERE tool_outcome IS NULL AND sequence % 7 = 0;
+      UPDATE run_steps SET kind = 'tool_write', tool_is_error = NULL, tool_outcome = NULL WHERE sequence % 17 = 0;`);
+    await expectEveryRollupToEqualARecount();
     await exec('DELETE FROM run_steps WHERE sequence % 3 = 0');
-    expect(await rollup()).toEqual(await recount());
+    await expectEveryRollupToEqualARecount();
+  });
+
+  it('follows a run: its owner or configuration changing, its steps moving to another run, the run deleted', async () => {
+    await exec(`
+      INSERT INTO runs (uuid, owner, configuration, status)
+      VALUES (gen_random_uuid(), 'carol', 'move', 'running'), (gen_random_uuid(), 'dave', 'move', 'running');
+      INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+      SELECT runs.id, g, 'tool', timestamptz '2026-05-02 10:00Z' + g * interval '7 minutes', g * 13,
+             'tool_' || (g % 3), 'srv', g % 4 = 0, CASE WHEN g % 8 = 0 THEN 'cancelled' WHEN g % 4 = 0 THEN 'failed' END
+        FROM runs, generate_series(1, 40) AS g WHERE runs.configuration = 'move';`);
+    await expectEveryRollupToEqualARecount();
+    await exec(`UPDATE runs SET owner = 'erin' WHERE owner = 'carol';
+      UPDATE runs SET configuration = 'moved' WHERE owner = 'dave';`);
+    await expectEveryRollupToEqualARecount();
+    await exec(`UPDATE run_steps SET run_id = (SELECT id FROM runs WHERE owner = 'dave'), sequence = sequence + 1000
+      WHERE run_id = (SELECT id FROM runs WHERE owner = 'erin') AND sequence > 30;`);
+    await expectEveryRollupToEqualARecount();
+    await exec(`DELETE FROM runs WHERE owner = 'erin'`);
+    await expectEveryRollupToEqualARecount();
+    expect((await rollup(ROLLUPS[1])).size).toBeGreaterThan(0);
+    expect([...(await rollup(ROLLUPS[1])).keys()].some((key) => key.includes('erin'))).toBe(false);
   });
 
   it('refuses a histogram that is not one count for each bucket, writing nothing', async () => {
-    const before = await rollup();
+    const before = await rollup(ROLLUPS[0]);
     for (const durations of [
       `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS - 1}])`,
       `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS + 1}])`,
@@ -106,7 +168,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       expect((refusal as { code?: string }).code).toBe('23514');
       expect(String((refusal as Error).message)).toContain('tool_outcome_daily_durations_shape');
     }
-    expect(await rollup()).toEqual(before);
+    expect(await rollup(ROLLUPS[0])).toEqual(before);
   });
 
   it('is emptied by TRUNCATE run_steps, in the same transaction, and counts again from zero', async () => {
@@ -114,10 +176,14 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
     await exec('TRUNCATE run_steps');
     expect(await daily()).toEqual([]);
+    for (const each of ROLLUPS) expect(await rollup(each)).toEqual(new Map());
     await exec(insertSteps);
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
     // Rolled back with the truncate: the rollup keeps its rows.
     await exec('BEGIN; TRUNCATE run_steps, runs CASCADE; ROLLBACK;');
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
+    await expectEveryRollupToEqualARecount();
+    await exec('TRUNCATE runs CASCADE');
+    for (const each of ROLLUPS) expect(await rollup(each)).toEqual(new Map());
   });
 });
