@@ -8,6 +8,30 @@ import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 
 export type StepRow = typeof runSteps.$inferSelect;
 
+/**
+ * A step as reads load it: every column but the payload (tool output,
+ * arguments, prompts: up to a megabyte a step), which is read only when a
+ * client asks for it, by `payloadsOfSteps`.
+ */
+export type StepMetaRow = Omit<StepRow, 'payload'> & { payload?: StepRow['payload'] };
+
+const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
+
+/** What a timeline line is built from: metadata columns and the allow-listed facts, never the payload. */
+export interface TimelineRow {
+  sequence: number;
+  kind: string;
+  occurredAt: Date;
+  round: number;
+  durationMs: number;
+  toolName: string | null;
+  server: string | null;
+  toolIsError: boolean | null;
+  toolOutcome: string | null;
+  /** The step's metadata cut down in SQL to the facts a detail line may show. */
+  facts: Record<string, unknown>;
+}
+
 export interface StepSlice {
   /** Steps after this sequence number. */
   afterSequence: number | null;
@@ -32,12 +56,12 @@ export async function sliceStepsOfRuns(
   db: Database,
   runIds: readonly number[],
   slice: StepSlice,
-): Promise<Map<number, StepRow[]>> {
-  const byRun = new Map<number, StepRow[]>(runIds.map((id) => [id, []]));
+): Promise<Map<number, StepMetaRow[]>> {
+  const byRun = new Map<number, StepMetaRow[]>(runIds.map((id) => [id, []]));
   if (runIds.length === 0) return byRun;
   const ranked = db
     .select({
-      ...getTableColumns(runSteps),
+      ...stepMetaColumns,
       rank: sql<number>`row_number() over (partition by ${runSteps.runId} order by ${runSteps.sequence})`.as(
         'rank',
       ),
@@ -54,28 +78,64 @@ export async function sliceStepsOfRuns(
   return byRun;
 }
 
-/** Every step of each run, in sequence order. */
-export async function allStepsOfRuns(
+/**
+ * A run's timeline rows in sequence order, after `afterSequence`, at most
+ * `limit`: the columns a line shows and, from the metadata, only the named
+ * facts (jsonb_build_object in SQL), so neither the payload nor the rest of
+ * the metadata leaves the database.
+ */
+export async function timelineRowsOfRun(
   db: Database,
-  runIds: readonly number[],
-): Promise<Map<number, StepRow[]>> {
-  const byRun = new Map<number, StepRow[]>(runIds.map((id) => [id, []]));
-  if (runIds.length === 0) return byRun;
-  const rows = await db
-    .select()
+  runId: number,
+  options: { afterSequence: number | null; limit: number; facts: readonly string[] },
+): Promise<TimelineRow[]> {
+  const facts = sql<Record<string, unknown>>`jsonb_strip_nulls(jsonb_build_object(${sql.join(
+    options.facts.map((name) => sql`${name}::text, ${runSteps.metadata} -> ${name}::text`),
+    sql`, `,
+  )}))`;
+  return db
+    .select({
+      sequence: runSteps.sequence,
+      kind: runSteps.kind,
+      occurredAt: runSteps.occurredAt,
+      round: runSteps.round,
+      durationMs: runSteps.durationMs,
+      toolName: runSteps.toolName,
+      server: runSteps.server,
+      toolIsError: runSteps.toolIsError,
+      toolOutcome: runSteps.toolOutcome,
+      facts,
+    })
     .from(runSteps)
-    .where(inArray(runSteps.runId, [...runIds]))
-    .orderBy(asc(runSteps.runId), asc(runSteps.sequence));
-  for (const row of rows) byRun.get(row.runId)?.push(row);
-  return byRun;
+    .where(
+      and(
+        eq(runSteps.runId, runId),
+        options.afterSequence === null ? undefined : gt(runSteps.sequence, options.afterSequence),
+      ),
+    )
+    .orderBy(asc(runSteps.sequence))
+    .limit(options.limit);
 }
 
-export async function findStepsByIds(db: Database, ids: readonly number[]): Promise<StepRow[]> {
+export async function findStepsByIds(db: Database, ids: readonly number[]): Promise<StepMetaRow[]> {
   if (ids.length === 0) return [];
   return db
-    .select()
+    .select(stepMetaColumns)
     .from(runSteps)
     .where(inArray(runSteps.id, [...ids]));
+}
+
+/** The payloads of these steps, read only when a client asks for them. */
+export async function payloadsOfSteps(
+  db: Database,
+  ids: readonly number[],
+): Promise<Map<number, StepRow['payload']>> {
+  if (ids.length === 0) return new Map();
+  const rows = await db
+    .select({ id: runSteps.id, payload: runSteps.payload })
+    .from(runSteps)
+    .where(inArray(runSteps.id, [...ids]));
+  return new Map(rows.map((row) => [row.id, row.payload]));
 }
 
 /** Tool outcomes per run, counted in SQL by the boolean-first rule. */

@@ -18,6 +18,14 @@ export const Limits = {
   /** A page of a connection (runs, steps): `first`. */
   defaultPageSize: 20,
   maxPageSize: 100,
+  /**
+   * A run's whole timeline in one list (`Run.timeline`): refused above this
+   * many steps, never cut short; longer runs page with `Run.timelinePage`.
+   */
+  maxTimelineSteps: 10_000,
+  /** A page of `Run.timelinePage`: `first`. */
+  defaultTimelinePageSize: 500,
+  maxTimelinePageSize: 2_000,
   /** A callTool deadline, in milliseconds. */
   defaultToolCallTimeoutMs: 60_000,
   maxToolCallTimeoutMs: 600_000,

@@ -1,7 +1,9 @@
 import { type Locale, outcomeLabel } from './labels.ts';
-import type { RunStep } from './run-step.ts';
+import { RunStep } from './run-step.ts';
+import { statedOutcome } from './stated-outcome.ts';
 import type { StepKind } from './step-kind.ts';
 import type { ToolOutcome } from './tool-outcome.ts';
+import type { WriteTarget } from './tool-result.ts';
 
 export interface TimelineEntry {
   sequence: number;
@@ -19,7 +21,7 @@ export interface TimelineEntry {
  * The facts a detail line may show. Anything else in a step's metadata, and
  * its whole payload (prompts, arguments, tool output), never reaches the line.
  */
-const DETAIL_FACTS = [
+export const DETAIL_FACTS = [
   'model',
   'promptTokens',
   'completionTokens',
@@ -34,7 +36,61 @@ const DETAIL_FACTS = [
 
 type DetailFacts = Partial<Record<(typeof DETAIL_FACTS)[number], string | number>>;
 
-function allowedFacts(metadata: RunStep['metadata']): DetailFacts {
+/** What a detail line reads of a step: never its payload. */
+export interface DetailSource {
+  kind: StepKind;
+  server: string | null;
+  toolName: string | null;
+  writeTarget: WriteTarget | null;
+  metadata: Readonly<Record<string, unknown>>;
+}
+
+/** What a timeline entry reads of a step. */
+export interface TimelineSource extends DetailSource {
+  sequence: number;
+  occurredAt: Date;
+  round: number;
+  durationMs: number;
+  outcome: ToolOutcome | null;
+}
+
+/**
+ * A stored row as the timeline reads it: the columns a line shows and the
+ * facts of its metadata (DETAIL_FACTS and the write target), no payload.
+ */
+export interface TimelineRecord {
+  sequence: number;
+  kind: string;
+  occurredAt: Date;
+  round: number;
+  durationMs: number;
+  toolName: string | null;
+  server: string | null;
+  toolIsError: boolean | null;
+  toolOutcome: string | null;
+  facts: Readonly<Record<string, unknown>>;
+}
+
+/** The metadata keys a timeline row needs from the database: the facts and the write target. */
+export const TIMELINE_METADATA_KEYS: readonly string[] = [...DETAIL_FACTS, 'writeTarget'];
+
+export function timelineSource(record: TimelineRecord): TimelineSource {
+  const { writeTarget: _writeTarget, ...metadata } = record.facts;
+  return {
+    sequence: record.sequence,
+    kind: record.kind as StepKind,
+    occurredAt: record.occurredAt,
+    round: record.round,
+    durationMs: record.durationMs,
+    server: record.server,
+    toolName: record.toolName,
+    outcome: statedOutcome(record.kind, record.toolIsError, record.toolOutcome),
+    writeTarget: RunStep.writeTargetOf({ kind: record.kind, metadata: record.facts }),
+    metadata,
+  };
+}
+
+function allowedFacts(metadata: DetailSource['metadata']): DetailFacts {
   const facts: DetailFacts = {};
   for (const name of DETAIL_FACTS) {
     const value = metadata[name];
@@ -45,12 +101,12 @@ function allowedFacts(metadata: RunStep['metadata']): DetailFacts {
   return facts;
 }
 
-function toolLine(step: RunStep): string[] {
+function toolLine(step: DetailSource): string[] {
   return [[step.server, step.toolName].filter(Boolean).join('/') || 'tool'];
 }
 
 /** A short line of metadata about one step, in a fixed order. */
-export function detailLine(step: RunStep): string {
+export function detailLine(step: DetailSource): string {
   const facts = allowedFacts(step.metadata);
   const parts: string[] = [];
   if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step));
@@ -73,7 +129,7 @@ export function detailLine(step: RunStep): string {
   return parts.length > 0 ? parts.join(' · ') : step.kind;
 }
 
-export function timelineEntry(step: RunStep, locale: Locale): TimelineEntry {
+export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
   const outcome = step.outcome;
   return {
     sequence: step.sequence,
@@ -87,6 +143,11 @@ export function timelineEntry(step: RunStep, locale: Locale): TimelineEntry {
   };
 }
 
-export function buildTimeline(steps: readonly RunStep[], locale: Locale): TimelineEntry[] {
+export function buildTimeline(steps: readonly TimelineSource[], locale: Locale): TimelineEntry[] {
   return [...steps].sort((a, b) => a.sequence - b.sequence).map((step) => timelineEntry(step, locale));
+}
+
+/** Timeline entries from stored rows already in sequence order. */
+export function timelineOfRecords(records: readonly TimelineRecord[], locale: Locale): TimelineEntry[] {
+  return records.map((record) => timelineEntry(timelineSource(record), locale));
 }

@@ -1,20 +1,30 @@
 import DataLoader from 'dataloader';
 import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
 import {
-  allStepsOfRuns,
   findStepsByIds,
+  payloadsOfSteps,
+  type StepMetaRow,
   type StepRow,
   type StepSlice,
   sliceStepsOfRuns,
+  type TimelineRow,
   tallyToolOutcomesOfRuns,
+  timelineRowsOfRun,
 } from '../db/steps.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally } from '../domain/outcome-counts.ts';
 import { canSeeRunOf } from '../domain/permissions.ts';
+import { TIMELINE_METADATA_KEYS } from '../domain/timeline.ts';
 import { serverOutcomeCounts } from '../ledger/outcome-stats.ts';
 import type { Scope } from '../ledger/scope.ts';
 
 function byKey<K, V>(rows: readonly V[], key: (row: V) => K): Map<K, V> {
   return new Map(rows.map((row) => [key(row), row]));
+}
+
+export interface TimelineKey {
+  runId: number;
+  afterSequence: number | null;
+  limit: number;
 }
 
 export interface StepSliceKey {
@@ -45,7 +55,7 @@ export function createLoaders(scope: Scope) {
       return uuids.map((uuid) => visible(rows.get(uuid)));
     }),
     runById,
-    stepById: new DataLoader<number, StepRow | null>(async (ids) => {
+    stepById: new DataLoader<number, StepMetaRow | null>(async (ids) => {
       const rows = byKey(await findStepsByIds(db, ids), (r) => r.id);
       return Promise.all(
         ids.map(async (id) => {
@@ -58,12 +68,23 @@ export function createLoaders(scope: Scope) {
       const tallies = await tallyToolOutcomesOfRuns(db, runIds);
       return runIds.map((id) => tallies.get(id) ?? NO_OUTCOMES);
     }),
-    allSteps: new DataLoader<number, StepRow[]>(async (runIds) => {
-      const steps = await allStepsOfRuns(db, runIds);
-      return runIds.map((id) => steps.get(id) ?? []);
+    /** Payloads are read only here, when a client selects `payload`: one statement for every step asked. */
+    stepPayload: new DataLoader<number, StepRow['payload']>(async (ids) => {
+      const payloads = await payloadsOfSteps(db, ids);
+      return ids.map((id) => payloads.get(id) ?? {});
     }),
+    // One statement per run, each stopping at its limit: a long run is never read whole to be refused.
+    timelineRows: new DataLoader<TimelineKey, TimelineRow[], string>(
+      (keys) =>
+        Promise.all(
+          keys.map(({ runId, afterSequence, limit }) =>
+            timelineRowsOfRun(db, runId, { afterSequence, limit, facts: TIMELINE_METADATA_KEYS }),
+          ),
+        ),
+      { cacheKeyFn: ({ runId, afterSequence, limit }) => `${runId}:${afterSequence}:${limit}` },
+    ),
     // Runs asking for the same slice (the usual case: one field in a list) share one statement.
-    stepSlice: new DataLoader<StepSliceKey, StepRow[], string>(
+    stepSlice: new DataLoader<StepSliceKey, StepMetaRow[], string>(
       async (keys) => {
         const groups = new Map<string, { slice: StepSlice; runIds: number[] }>();
         for (const { runId, slice } of keys) {
@@ -72,7 +93,7 @@ export function createLoaders(scope: Scope) {
           group.runIds.push(runId);
           groups.set(id, group);
         }
-        const results = new Map<string, Map<number, StepRow[]>>();
+        const results = new Map<string, Map<number, StepMetaRow[]>>();
         await Promise.all(
           [...groups].map(async ([id, group]) => {
             results.set(id, await sliceStepsOfRuns(db, group.runIds, group.slice));

@@ -1,4 +1,4 @@
-import type { StepRow } from '../../db/steps.ts';
+import type { StepMetaRow } from '../../db/steps.ts';
 import { outcomeLabel } from '../../domain/labels.ts';
 import { requirePermission } from '../../domain/permissions.ts';
 import { RunStep } from '../../domain/run-step.ts';
@@ -10,7 +10,7 @@ import { nodeTypename } from '../ids.ts';
 import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
 
-export const RunStepRef = builder.objectRef<StepRow>(nodeTypename('RunStep'));
+export const RunStepRef = builder.objectRef<StepMetaRow>(nodeTypename('RunStep'));
 
 export const WriteKindEnum = builder.enumType('WriteKind', {
   values: { CREATED: { value: 'created' }, UPDATED: { value: 'updated' } } as const,
@@ -75,9 +75,10 @@ builder.node(RunStepRef, {
       nullable: true,
       description:
         'Private: prompts, messages, tool arguments, tool output, artifacts. Needs the read_payloads permission (FORBIDDEN without it).',
-      resolve: (step, _args, context) => {
+      // Read from the database only here: lists and nodes load steps without their payloads.
+      resolve: async (step, _args, context) => {
         requirePermission(context.actor, 'read_payloads');
-        return step.payload;
+        return step.payload ?? (await context.loaders.stepPayload.load(step.id));
       },
     }),
     run: t.field({

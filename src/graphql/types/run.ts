@@ -1,9 +1,9 @@
-import type { StepRow } from '../../db/steps.ts';
-import { Limits } from '../../domain/limits.ts';
+import type { StepMetaRow } from '../../db/steps.ts';
+import { InvalidInputError } from '../../domain/errors.ts';
+import { checkInteger, Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
-import { RunStep } from '../../domain/run-step.ts';
-import { buildTimeline } from '../../domain/timeline.ts';
+import { type TimelineEntry, timelineOfRecords } from '../../domain/timeline.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
 import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR } from '../ids.ts';
@@ -15,6 +15,15 @@ import { RunStepConnection } from './run-step.ts';
 import { TimelineEntryRef } from './timeline.ts';
 
 export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
+export const TimelineConnection = builder.connectionObject({
+  type: TimelineEntryRef,
+  name: 'TimelineConnection',
+});
+
+function timelinePageSize(first: number | null | undefined): number {
+  if (first === null || first === undefined) return Limits.defaultTimelinePageSize;
+  return checkInteger(first, 'first', 0, Limits.maxTimelinePageSize);
+}
 
 builder.node(RunRef, {
   description: 'One agent execution, identified by its UUID (the correlation id).',
@@ -64,20 +73,52 @@ builder.node(RunRef, {
           runId: run.id,
           slice: { afterSequence, limit: size + 1, kinds: args.kind ?? null, outcomes: args.outcome ?? null },
         });
-        return toPage<StepRow>(rows, size, afterSequence !== null, (step) =>
+        return toPage<StepMetaRow>(rows, size, afterSequence !== null, (step) =>
           encodeCursor(STEP_CURSOR, step.sequence),
         );
       },
     }),
     timeline: t.field({
       type: [TimelineEntryRef],
-      description: 'Every step as a timeline entry, in sequence order.',
+      description: `Every step as a timeline entry, in sequence order: for runs of up to ${Limits.maxTimelineSteps} steps. A longer run is refused with TIMELINE_TOO_LONG, never cut short: page it with timelinePage.`,
       args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
       resolve: async (run, { locale }, context) => {
-        const rows = await context.loaders.allSteps.load(run.id);
-        return buildTimeline(
-          rows.map((row) => RunStep.fromRecord(row)),
-          locale,
+        const rows = await context.loaders.timelineRows.load({
+          runId: run.id,
+          afterSequence: null,
+          limit: Limits.maxTimelineSteps + 1,
+        });
+        if (rows.length > Limits.maxTimelineSteps) {
+          throw new InvalidInputError(
+            'TIMELINE_TOO_LONG',
+            `the run has more than ${Limits.maxTimelineSteps} steps: page its timeline with timelinePage`,
+            'timeline',
+          );
+        }
+        return timelineOfRecords(rows, locale);
+      },
+    }),
+    timelinePage: t.field({
+      type: TimelineConnection,
+      description: `The timeline a page at a time, in sequence order, for runs of any length. Page size: default ${Limits.defaultTimelinePageSize}, at most ${Limits.maxTimelinePageSize}; the cursor is the entry's sequence.`,
+      args: {
+        locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }),
+        first: t.arg.int(),
+        after: t.arg.string(),
+      },
+      resolve: async (run, args, context) => {
+        const size = timelinePageSize(args.first);
+        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence) : null;
+        const rows = await context.loaders.timelineRows.load({
+          runId: run.id,
+          afterSequence,
+          limit: size + 1,
+        });
+        return toPage<TimelineEntry>(
+          timelineOfRecords(rows, args.locale),
+          size,
+          afterSequence !== null,
+          (entry) => encodeCursor(STEP_CURSOR, entry.sequence),
         );
       },
     }),
