@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -32,7 +33,16 @@ export async function freshDatabase(name: string): Promise<string> {
 
 export interface Service {
   url: string;
+  /** The service's process, for reading its memory. */
+  pid: number;
   stop(): Promise<void>;
+}
+
+/** Resident memory of a process in MB (Linux /proc). */
+export function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
+  return kb / 1024;
 }
 
 /** The real entry point in its own process, so load and service do not share an event loop. */
@@ -53,6 +63,7 @@ export async function startService(url: string): Promise<Service> {
   });
   return {
     url: endpoint,
+    pid: child.pid ?? 0,
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());

@@ -236,7 +236,29 @@ CREATE TRIGGER runs_rekey_tool_calls AFTER UPDATE OF owner, configuration ON run
   FOR EACH ROW WHEN (OLD.owner IS DISTINCT FROM NEW.owner OR OLD.configuration IS DISTINCT FROM NEW.configuration)
   EXECUTE FUNCTION runs_rekey_tool_calls();
 
--- The calls already stored, counted as the trigger counts them.
+-- Every rollup recounted from run_steps and runs, as the trigger counts: the
+-- backfill below, and the way to build the rollups after a bulk load made with
+-- the triggers disabled. Takes the locks that keep writers out meanwhile.
+CREATE FUNCTION tool_outcome_rollups_rebuild() RETURNS void
+LANGUAGE plpgsql AS $rebuild$
+BEGIN
+  LOCK TABLE runs, run_steps IN SHARE MODE;
+  TRUNCATE tool_outcome_daily, tool_outcome_owner_daily, tool_outcome_hourly;
+  INSERT INTO tool_outcome_daily (day, server, tool_name, ok, failed, cancelled, durations)
+  SELECT day, server, tool_name, sum(ok), sum(failed), sum(cancelled),
+         tool_duration_histogram(array_agg(b), array_agg(ok + failed + cancelled))
+    FROM (
+      SELECT (s.occurred_at AT TIME ZONE 'UTC')::date AS day,
+             coalesce(s.server, '') AS server, coalesce(s.tool_name, '') AS tool_name,
+             tool_duration_bucket(s.duration_ms) AS b,
+             count(*) FILTER (WHERE stated_tool_outcome(s.kind, s.tool_is_error, s.tool_outcome) = 'ok') AS ok,
+             count(*) FILTER (WHERE stated_tool_outcome(s.kind, s.tool_is_error, s.tool_outcome) = 'failed') AS failed,
+             count(*) FILTER (WHERE stated_tool_outcome(s.kind, s.tool_is_error, s.tool_outcome) = 'cancelled') AS cancelled
+        FROM run_steps s
+       WHERE s.kind = 'tool' AND stated_tool_outcome(s.kind, s.tool_is_error, s.tool_outcome) IS NOT NULL
+       GROUP BY 1, 2, 3, 4
+    ) AS by_bucket
+   GROUP BY day, server, tool_name;
 INSERT INTO tool_outcome_owner_daily (day, owner, configuration, server, tool_name, ok, failed, cancelled, durations)
 SELECT day, owner, configuration, server, tool_name, sum(ok), sum(failed), sum(cancelled),
        tool_duration_histogram(array_agg(b), array_agg(ok + failed + cancelled))
@@ -269,5 +291,10 @@ SELECT hour, owner, configuration, server, tool_name, sum(ok), sum(failed), sum(
   ) AS by_bucket
  GROUP BY hour, owner, configuration, server, tool_name;
 
+END;
+$rebuild$;
+
+-- The calls already stored.
+SELECT tool_outcome_rollups_rebuild();
 ANALYZE tool_outcome_owner_daily;
 ANALYZE tool_outcome_hourly;

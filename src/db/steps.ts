@@ -28,7 +28,7 @@ export interface TimelineRow {
   server: string | null;
   toolIsError: boolean | null;
   toolOutcome: string | null;
-  /** The step's metadata cut down in SQL to the facts a detail line may show. */
+  /** The step's metadata: public facts, of which a detail line shows only the allow-listed ones. */
   facts: Record<string, unknown>;
 }
 
@@ -80,19 +80,16 @@ export async function sliceStepsOfRuns(
 
 /**
  * A run's timeline rows in sequence order, after `afterSequence`, at most
- * `limit`: the columns a line shows and, from the metadata, only the named
- * facts (jsonb_build_object in SQL), so neither the payload nor the rest of
- * the metadata leaves the database.
+ * `limit`: the columns a line shows and the step's metadata (public facts,
+ * small; the line keeps only the allow-listed ones), never the payload.
+ * Picking the facts out in SQL (jsonb_build_object) costs more than reading
+ * the whole metadata.
  */
 export async function timelineRowsOfRun(
   db: Database,
   runId: number,
-  options: { afterSequence: number | null; limit: number; facts: readonly string[] },
+  options: { afterSequence: number | null; limit: number },
 ): Promise<TimelineRow[]> {
-  const facts = sql<Record<string, unknown>>`jsonb_strip_nulls(jsonb_build_object(${sql.join(
-    options.facts.map((name) => sql`${name}::text, ${runSteps.metadata} -> ${name}::text`),
-    sql`, `,
-  )}))`;
   return db
     .select({
       sequence: runSteps.sequence,
@@ -104,7 +101,7 @@ export async function timelineRowsOfRun(
       server: runSteps.server,
       toolIsError: runSteps.toolIsError,
       toolOutcome: runSteps.toolOutcome,
-      facts,
+      facts: runSteps.metadata,
     })
     .from(runSteps)
     .where(

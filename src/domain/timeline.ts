@@ -55,8 +55,8 @@ export interface TimelineSource extends DetailSource {
 }
 
 /**
- * A stored row as the timeline reads it: the columns a line shows and the
- * facts of its metadata (DETAIL_FACTS and the write target), no payload.
+ * A stored row as the timeline reads it: the columns a line shows and its
+ * metadata (of which the line shows DETAIL_FACTS and the write target), no payload.
  */
 export interface TimelineRecord {
   sequence: number;
@@ -70,9 +70,6 @@ export interface TimelineRecord {
   toolOutcome: string | null;
   facts: Readonly<Record<string, unknown>>;
 }
-
-/** The metadata keys a timeline row needs from the database: the facts and the write target. */
-export const TIMELINE_METADATA_KEYS: readonly string[] = [...DETAIL_FACTS, 'writeTarget'];
 
 export function timelineSource(record: TimelineRecord): TimelineSource {
   const { writeTarget: _writeTarget, ...metadata } = record.facts;

@@ -13,7 +13,6 @@ import {
 } from '../db/steps.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally } from '../domain/outcome-counts.ts';
 import { canSeeRunOf } from '../domain/permissions.ts';
-import { TIMELINE_METADATA_KEYS } from '../domain/timeline.ts';
 import { serverOutcomeCounts } from '../ledger/outcome-stats.ts';
 import type { Scope } from '../ledger/scope.ts';
 
@@ -78,7 +77,7 @@ export function createLoaders(scope: Scope) {
       (keys) =>
         Promise.all(
           keys.map(({ runId, afterSequence, limit }) =>
-            timelineRowsOfRun(db, runId, { afterSequence, limit, facts: TIMELINE_METADATA_KEYS }),
+            timelineRowsOfRun(db, runId, { afterSequence, limit }),
           ),
         ),
       { cacheKeyFn: ({ runId, afterSequence, limit }) => `${runId}:${afterSequence}:${limit}` },

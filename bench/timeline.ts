@@ -1,0 +1,178 @@
+import os from 'node:os';
+import pg from 'pg';
+import { openDatabase } from '../src/db/connection.ts';
+import { migrate } from '../src/db/migrator.ts';
+import { benchKey, freshDatabase, graphql, quantile, rssMb, startService, table } from './support.ts';
+
+/**
+ * A long run's timeline: 5,000 steps (a tool call and its output of 20 KB in
+ * most, LLM, context and tool_write steps between), in a database that holds
+ * other runs too. The API (over HTTP, the service in its own process) against a
+ * plain `pg` fetch of the same rows' metadata (the columns a line shows and its
+ * metadata), in the same run; and the service's memory after many requests.
+ */
+const STEPS = Number(process.env.BENCH_TIMELINE_STEPS ?? 5_000);
+const OUTPUT_BYTES = Number(process.env.BENCH_OUTPUT_BYTES ?? 20_000);
+const OTHER_RUNS = Number(process.env.BENCH_OTHER_RUNS ?? 50);
+const REPEATS = Number(process.env.BENCH_REPEATS ?? 25);
+
+// Tool output that does not compress to nothing: hex of hashes, as long as asked.
+const OUTPUT_SQL = `(SELECT string_agg(md5((g * 7919 + k)::text), '') FROM generate_series(1, ${Math.ceil(OUTPUT_BYTES / 32)}) AS k)`;
+
+async function seedRun(client: pg.Client, uuid: string, steps: number): Promise<void> {
+  const {
+    rows: [run],
+  } = await client.query<{ id: string }>(
+    `INSERT INTO runs (uuid, owner, configuration, status, created_at, started_at)
+     VALUES ($1, 'bench', 'timeline', 'running', now(), now()) RETURNING id::text`,
+    [uuid],
+  );
+  // Kinds in turn: mostly tool calls with their output, an LLM step, context, a write.
+  await client.query(
+    `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server,
+                            tool_is_error, tool_outcome, payload, metadata)
+     SELECT $1::bigint, g, kind, 1 + g / 10, (g * 37) % 5000, now() - (($2 - g) * interval '1 second'),
+            CASE WHEN kind IN ('tool', 'tool_write') THEN 'tool_' || (g % 13) END,
+            CASE WHEN kind IN ('tool', 'tool_write') THEN 'server_' || (g % 5) END,
+            CASE WHEN kind = 'tool' THEN g % 11 = 0 END,
+            CASE WHEN kind <> 'tool' OR g % 7 = 0 THEN NULL WHEN g % 11 = 0 THEN 'failed' ELSE 'ok' END,
+            CASE WHEN kind = 'tool'
+                 THEN jsonb_build_object('arguments', jsonb_build_object('path', '/data/' || g), 'content', ${OUTPUT_SQL}, 'artifacts', '[]'::jsonb)
+                 WHEN kind = 'llm' THEN jsonb_build_object('messages', jsonb_build_array(${OUTPUT_SQL}))
+                 ELSE '{}'::jsonb END,
+            CASE WHEN kind = 'tool' THEN jsonb_build_object('argumentsBytes', 20, 'contentBytes', ${OUTPUT_BYTES}, 'artifactCount', 0)
+                 WHEN kind = 'llm' THEN jsonb_build_object('model', 'gpt-bench', 'promptTokens', g, 'completionTokens', 20, 'finishReason', 'stop')
+                 WHEN kind = 'tool_write' THEN jsonb_build_object('writeTarget', jsonb_build_object('table', 'notes', 'uid', 'n' || g, 'kind', 'created'))
+                 ELSE jsonb_build_object('messageCount', g % 40) END
+       FROM generate_series(1, $2) AS g,
+            LATERAL (SELECT (ARRAY['tool', 'tool', 'tool', 'tool', 'tool', 'llm', 'context', 'tool_write'])[1 + g % 8] AS kind) AS k`,
+    [run?.id, steps],
+  );
+}
+
+async function seed(url: string): Promise<string> {
+  const handle = await openDatabase({ url });
+  await migrate(handle);
+  await handle.close();
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const started = Date.now();
+  // Other runs first, so the measured run's rows are not the only ones in the table.
+  for (let r = 0; r < OTHER_RUNS; r += 1) await seedRun(client, crypto.randomUUID(), 100);
+  const uuid = crypto.randomUUID();
+  await seedRun(client, uuid, STEPS);
+  await client.query('VACUUM ANALYZE');
+  console.log(
+    `  seeded a ${STEPS.toLocaleString('en')}-step run (${OUTPUT_BYTES.toLocaleString('en')} B outputs) beside ${OTHER_RUNS} others (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+  );
+  await client.end();
+  return uuid;
+}
+
+async function measure(
+  name: string,
+  work: () => Promise<unknown>,
+): Promise<{ name: string; times: number[] }> {
+  for (let i = 0; i < 3; i += 1) await work();
+  const times: number[] = [];
+  for (let i = 0; i < REPEATS; i += 1) {
+    const started = process.hrtime.bigint();
+    await work();
+    times.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return { name, times: times.sort((a, b) => a - b) };
+}
+
+const TIMELINE = `query ($uuid: String!) { run(uuid: $uuid) {
+  timeline(locale: EN) { sequence kind occurredAt round durationMs outcome outcomeLabel detail } } }`;
+const PAGE = `query ($uuid: String!, $after: String) { run(uuid: $uuid) {
+  timelinePage(locale: EN, first: 500, after: $after) {
+    edges { node { sequence kind occurredAt round durationMs outcome outcomeLabel detail } }
+    pageInfo { hasNextPage endCursor } } } }`;
+const STEPS_PAGE = `query ($uuid: String!) { run(uuid: $uuid) {
+  steps(first: 100) { edges { node { sequence kind toolName server outcome durationMs metadata } } } } }`;
+// The same rows' metadata, as a client of the database alone would read it.
+const PLAIN = `SELECT s.sequence, s.kind, s.occurred_at, s.round, s.duration_ms, s.tool_name, s.server,
+                      s.tool_is_error, s.tool_outcome, s.metadata
+                 FROM run_steps s JOIN runs r ON r.id = s.run_id WHERE r.uuid = $1 ORDER BY s.sequence`;
+const PLAIN_PAGE = `${PLAIN} LIMIT 501`;
+
+interface Entry {
+  sequence: number;
+  detail: string;
+}
+
+export async function benchTimeline(): Promise<void> {
+  console.log(`\n## timeline: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);
+  const url = await freshDatabase('runledger_bench_timeline');
+  const uuid = await seed(url);
+  const key = await benchKey(url);
+  const service = await startService(url);
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    // Same rows first: every step once, in order, and no line shows the output.
+    const whole = await graphql<{ run: { timeline: Entry[] } }>(service.url, key, TIMELINE, { uuid });
+    const plain = await pool.query<{ sequence: number }>(PLAIN, [uuid]);
+    const sequences = whole.run.timeline.map((entry) => entry.sequence);
+    if (JSON.stringify(sequences) !== JSON.stringify(plain.rows.map((row) => row.sequence))) {
+      throw new Error('the timeline and the plain fetch disagree on the steps');
+    }
+    if (whole.run.timeline.some((entry) => entry.detail.length > 200))
+      throw new Error('a detail line is long');
+    const paged: number[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const page: {
+        run: {
+          timelinePage: {
+            edges: Array<{ node: Entry }>;
+            pageInfo: { hasNextPage: boolean; endCursor: string | null };
+          };
+        };
+      } = await graphql(service.url, key, PAGE, { uuid, after });
+      paged.push(...page.run.timelinePage.edges.map((edge) => edge.node.sequence));
+      if (!page.run.timelinePage.pageInfo.hasNextPage) break;
+      after = page.run.timelinePage.pageInfo.endCursor;
+    }
+    if (JSON.stringify(paged) !== JSON.stringify(sequences))
+      throw new Error('the pages and the timeline disagree');
+    console.log(
+      `  the timeline, its ${Math.ceil(STEPS / 500)} pages and the plain fetch agree on ${STEPS} steps`,
+    );
+
+    const rssBefore = rssMb(service.pid);
+    const results = [
+      await measure(`whole timeline, ${STEPS} steps: API`, () =>
+        graphql(service.url, key, TIMELINE, { uuid }),
+      ),
+      await measure(`same rows' metadata: plain pg`, () => pool.query(PLAIN, [uuid])),
+      await measure('first timeline page (500): API', () =>
+        graphql(service.url, key, PAGE, { uuid, after: null }),
+      ),
+      await measure(`same 501 rows' metadata: plain pg`, () => pool.query(PLAIN_PAGE, [uuid])),
+      await measure('first 100 steps with metadata: API', () =>
+        graphql(service.url, key, STEPS_PAGE, { uuid }),
+      ),
+    ];
+    for (let i = 0; i < 50; i += 1) await graphql(service.url, key, TIMELINE, { uuid });
+    const rssAfter = rssMb(service.pid);
+    table(
+      results.map((r) => ({
+        query: r.name,
+        'median ms': Number(quantile(r.times, 0.5).toFixed(1)),
+        'p95 ms': Number(quantile(r.times, 0.95).toFixed(1)),
+      })),
+    );
+    const ratio = (a: number, b: number) =>
+      (quantile(results[a]?.times ?? [], 0.5) / quantile(results[b]?.times ?? [], 0.5)).toFixed(3);
+    console.log(
+      `  median ratio API / plain pg: whole timeline ${ratio(0, 1)} (target <= 1.5), one page ${ratio(2, 3)}`,
+    );
+    console.log(
+      `  service RSS: ${rssBefore.toFixed(0)} MB after the checks, ${rssAfter.toFixed(0)} MB after ${REPEATS * 3 + 3 * 5 + 50} more timeline reads (${(rssAfter - rssBefore).toFixed(0)} MB)`,
+    );
+  } finally {
+    await pool.end();
+    await service.stop();
+  }
+}
