@@ -18,7 +18,9 @@ export function databaseUrl(name: string): string {
 }
 
 /** A fresh database for one benchmark, dropped first if a previous run left it. */
-export async function freshDatabase(name: string): Promise<string> {
+export async function freshDatabase(base: string): Promise<string> {
+  // BENCH_DB_SUFFIX keeps two benchmarks on one server out of each other's databases.
+  const name = `${base}${process.env.BENCH_DB_SUFFIX ?? ''}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   try {
     await admin.connect();
