@@ -236,14 +236,17 @@ CREATE TRIGGER runs_rekey_tool_calls AFTER UPDATE OF owner, configuration ON run
   FOR EACH ROW WHEN (OLD.owner IS DISTINCT FROM NEW.owner OR OLD.configuration IS DISTINCT FROM NEW.configuration)
   EXECUTE FUNCTION runs_rekey_tool_calls();
 
--- Every rollup recounted from run_steps and runs, as the trigger counts: the
--- backfill below, and the way to build the rollups after a bulk load made with
--- the triggers disabled. Takes the locks that keep writers out meanwhile.
-CREATE FUNCTION tool_outcome_rollups_rebuild() RETURNS void
+-- The rollups recounted from run_steps and runs, as the trigger counts: the
+-- backfill below (the two new rollups; tool_outcome_daily is already exact and
+-- kept as it is), and the way to build every rollup after a bulk load made
+-- with the triggers disabled. Takes the locks that keep writers out meanwhile.
+CREATE FUNCTION tool_outcome_rollups_rebuild(with_daily boolean DEFAULT true) RETURNS void
 LANGUAGE plpgsql AS $rebuild$
 BEGIN
   LOCK TABLE runs, run_steps IN SHARE MODE;
-  TRUNCATE tool_outcome_daily, tool_outcome_owner_daily, tool_outcome_hourly;
+  TRUNCATE tool_outcome_owner_daily, tool_outcome_hourly;
+  IF with_daily THEN
+  TRUNCATE tool_outcome_daily;
   INSERT INTO tool_outcome_daily (day, server, tool_name, ok, failed, cancelled, durations)
   SELECT day, server, tool_name, sum(ok), sum(failed), sum(cancelled),
          tool_duration_histogram(array_agg(b), array_agg(ok + failed + cancelled))
@@ -259,6 +262,7 @@ BEGIN
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY day, server, tool_name;
+  END IF;
 INSERT INTO tool_outcome_owner_daily (day, owner, configuration, server, tool_name, ok, failed, cancelled, durations)
 SELECT day, owner, configuration, server, tool_name, sum(ok), sum(failed), sum(cancelled),
        tool_duration_histogram(array_agg(b), array_agg(ok + failed + cancelled))
@@ -295,6 +299,6 @@ END;
 $rebuild$;
 
 -- The calls already stored.
-SELECT tool_outcome_rollups_rebuild();
+SELECT tool_outcome_rollups_rebuild(false);
 ANALYZE tool_outcome_owner_daily;
 ANALYZE tool_outcome_hourly;
