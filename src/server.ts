@@ -5,6 +5,11 @@ import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
+import {
+  type TrustedDocuments,
+  trustedDocumentsFromEnv,
+  useTrustedDocuments,
+} from './graphql/trusted-documents.ts';
 import { mcpDependencies } from './ledger/mcp.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
@@ -22,6 +27,12 @@ export interface ServerOptions {
   mcp?: McpSettings;
   /** No GraphiQL, no introspection, no suggestions in errors; default: NODE_ENV is production. */
   production?: boolean;
+  /**
+   * Registered operations by hash: when given, only these are answered, and
+   * queries as text only for keys with the ad-hoc permission. Default: the
+   * manifest RUNLEDGER_TRUSTED_DOCUMENTS names, else none (every operation).
+   */
+  trustedDocuments?: TrustedDocuments | null;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
@@ -33,6 +44,7 @@ export function createServer({
   calls = new InFlightCalls(),
   mcp = mcpSettingsFromEnv(),
   production = process.env.NODE_ENV === 'production',
+  trustedDocuments = trustedDocumentsFromEnv(),
 }: ServerOptions): Server {
   const tools = mcpDependencies(new McpPolicy(mcp), calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
@@ -56,6 +68,7 @@ export function createServer({
           endResponse(await (await otlp)(request));
         },
       },
+      ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments, handle)] : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),

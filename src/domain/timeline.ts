@@ -1,4 +1,4 @@
-import { type Locale, outcomeLabel } from './labels.ts';
+import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
 import type { RunStep } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import type { ToolOutcome } from './tool-outcome.ts';
@@ -45,32 +45,44 @@ function allowedFacts(metadata: RunStep['metadata']): DetailFacts {
   return facts;
 }
 
-function toolLine(step: RunStep): string[] {
-  return [[step.server, step.toolName].filter(Boolean).join('/') || 'tool'];
+function toolLine(step: RunStep, locale: Locale): string[] {
+  return [[step.server, step.toolName].filter(Boolean).join('/') || label(locale, 'runs.detail.tool')];
 }
 
-/** A short line of metadata about one step, in a fixed order. */
-export function detailLine(step: RunStep): string {
+/** A short line of metadata about one step, in a fixed order, in the locale's words. */
+export function detailLine(step: RunStep, locale: Locale = 'en'): string {
   const facts = allowedFacts(step.metadata);
   const parts: string[] = [];
-  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step));
+  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step, locale));
   if (step.kind === 'tool_write' && step.writeTarget) {
-    parts.push(`${step.writeTarget.kind} ${step.writeTarget.table}#${step.writeTarget.uid}`);
+    const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
+    parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
   if (facts.model !== undefined) parts.push(String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
-    parts.push(`${facts.promptTokens ?? 0} in / ${facts.completionTokens ?? 0} out tokens`);
+    parts.push(
+      label(locale, 'runs.detail.tokens', { in: facts.promptTokens ?? 0, out: facts.completionTokens ?? 0 }),
+    );
   }
-  if (typeof facts.estimatedCost === 'number') parts.push(`$${facts.estimatedCost.toFixed(4)}`);
-  if (facts.finishReason !== undefined) parts.push(`finish: ${facts.finishReason}`);
-  if (facts.argumentsBytes !== undefined) parts.push(`args ${facts.argumentsBytes} B`);
-  if (facts.contentBytes !== undefined) parts.push(`result ${facts.contentBytes} B`);
+  if (typeof facts.estimatedCost === 'number') {
+    parts.push(label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
+  }
+  if (facts.finishReason !== undefined)
+    parts.push(label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
+  if (facts.argumentsBytes !== undefined) {
+    parts.push(label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
+  }
+  if (facts.contentBytes !== undefined)
+    parts.push(label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
   if (typeof facts.artifactCount === 'number' && facts.artifactCount > 0) {
-    parts.push(`${facts.artifactCount} artifact${facts.artifactCount === 1 ? '' : 's'}`);
+    const key = facts.artifactCount === 1 ? 'runs.detail.artifacts.one' : 'runs.detail.artifacts.other';
+    parts.push(label(locale, key, { count: facts.artifactCount }));
   }
-  if (facts.messageCount !== undefined) parts.push(`${facts.messageCount} messages`);
-  if (facts.droppedCount !== undefined) parts.push(`${facts.droppedCount} dropped`);
-  return parts.length > 0 ? parts.join(' · ') : step.kind;
+  if (facts.messageCount !== undefined)
+    parts.push(label(locale, 'runs.detail.messages', { count: facts.messageCount }));
+  if (facts.droppedCount !== undefined)
+    parts.push(label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
+  return parts.length > 0 ? parts.join(' · ') : label(locale, `runs.detail.kind.${step.kind}`);
 }
 
 export function timelineEntry(step: RunStep, locale: Locale): TimelineEntry {
@@ -83,7 +95,7 @@ export function timelineEntry(step: RunStep, locale: Locale): TimelineEntry {
     durationMs: step.durationMs,
     outcome,
     outcomeLabel: outcome === null ? null : outcomeLabel(outcome, locale),
-    detail: detailLine(step),
+    detail: detailLine(step, locale),
   };
 }
 

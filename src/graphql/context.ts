@@ -42,11 +42,23 @@ export async function authenticate(handle: DatabaseHandle, request: Request): Pr
   return actor;
 }
 
+/** Each request's key is looked up once, whoever asks first (trusted documents, then the context). */
+const actors = new WeakMap<Request, Promise<Actor>>();
+
+export function actorOf(handle: DatabaseHandle, request: Request): Promise<Actor> {
+  let actor = actors.get(request);
+  if (!actor) {
+    actor = authenticate(handle, request);
+    actors.set(request, actor);
+  }
+  return actor;
+}
+
 export async function createContext(
   handle: DatabaseHandle,
   request: Request,
   mcp: McpDependencies,
 ): Promise<Context> {
-  const actor = await authenticate(handle, request);
+  const actor = await actorOf(handle, request);
   return { db: handle.db, loaders: createLoaders({ db: handle.db, actor }), actor, mcp };
 }

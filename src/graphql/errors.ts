@@ -50,6 +50,15 @@ export function badUserInput(message: string, field?: string): GraphQLError {
   });
 }
 
+/** A cursor handed back to a list with another filter or order than the one that made it. */
+export const CURSOR_FILTER_MISMATCH = 'CURSOR_FILTER_MISMATCH';
+
+export function cursorFilterMismatch(): GraphQLError {
+  return new GraphQLError('after is a cursor of this list under another filter; start again without it', {
+    extensions: { code: ErrorCode.BadUserInput, field: 'after', reason: CURSOR_FILTER_MISMATCH },
+  });
+}
+
 function rebuilt(error: GraphQLError, message: string, extensions: GraphQLError['extensions']): GraphQLError {
   return new GraphQLError(message, {
     nodes: error.nodes,

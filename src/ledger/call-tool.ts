@@ -18,7 +18,7 @@ export interface CallToolInput {
   runUuid: string;
   /** The identifier of a registered server. */
   server: string;
-  tool: string;
+  toolName: string;
   arguments?: JsonValue | null;
   timeoutMs: number;
   round: number;
@@ -27,7 +27,7 @@ export interface CallToolInput {
 /** The input's field for each fact of the call, as callTool names them. */
 const CALL_TOOL_FIELDS: Record<keyof ToolCallFacts, string> = {
   round: 'round',
-  toolName: 'tool',
+  toolName: 'toolName',
   server: 'server',
   arguments: 'arguments',
 };
@@ -40,7 +40,7 @@ function checkedCall(input: CallToolInput) {
     throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
   }
   const facts = checkToolCallFacts(
-    { round: input.round, toolName: input.tool, server: input.server, arguments: args },
+    { round: input.round, toolName: input.toolName, server: input.server, arguments: args },
     (name) => CALL_TOOL_FIELDS[name],
     Limits.shortNameLength,
   );

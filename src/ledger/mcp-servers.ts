@@ -75,3 +75,17 @@ export function listServers({ db, actor }: Scope): Promise<McpServerRow[]> {
   if (!canListServers(actor)) requirePermission(actor, 'read_own_runs');
   return listMcpServers(db);
 }
+
+/**
+ * Servers by identifier (node(id)), in the order asked: null for an unknown
+ * one, and for every one when the actor may not list servers.
+ */
+export async function findServers(
+  { db, actor }: Scope,
+  identifiers: readonly string[],
+): Promise<Array<McpServerRow | null>> {
+  if (!canListServers(actor) || identifiers.length === 0) return identifiers.map(() => null);
+  // Servers are few (an operator registers them): one statement reads them all.
+  const rows = new Map((await listMcpServers(db)).map((row) => [row.identifier, row]));
+  return identifiers.map((identifier) => rows.get(identifier) ?? null);
+}

@@ -17,7 +17,7 @@ interface Recorded {
 
 const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
   __typename ... on Error { code }
-  ... on MutationCallToolSuccess { data { steps { outcome toolIsError server toolName } } } } }`;
+  ... on RecordedStepsSuccess { data { steps { outcome toolIsError server toolName } } } } }`;
 
 describe('the MCP transport error', () => {
   it('is a cancellation only when made by forCancelledCall', () => {
@@ -62,7 +62,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
     const uuid =
       (
         await mutate<{ startRun: { data: { uuid: string } } }>(
-          'mutation ($c: String!) { startRun(input: { configuration: $c }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+          'mutation ($c: String!) { startRun(input: { configuration: $c }) { ... on StartRunSuccess { data { uuid } } } }',
           { c: configuration },
         )
       ).data?.startRun.data.uuid ?? '';
@@ -78,7 +78,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
   ) =>
     (
       await mutate<{ callTool: Recorded }>(CALL, {
-        input: { runUuid, server, tool, arguments: args, timeoutMs },
+        input: { runUuid, server, toolName: tool, arguments: args, timeoutMs },
       })
     ).data?.callTool;
   /** The outcome counts of one server within one run's configuration. */
@@ -147,7 +147,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
       await new Promise((resolve) => setTimeout(resolve, server === 'stdio-tools' ? 2_500 : 500));
       const cancelledAt = Date.now();
       const cancel = await mutate<{ cancelRun: { __typename: string; data: { status: string } } }>(
-        'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on MutationCancelRunSuccess { data { status } } } }',
+        'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename ... on CancelRunSuccess { data { status } } } }',
         { u: run },
       );
       expect(cancel.data?.cancelRun.data.status).toBe('CANCELLED');
@@ -213,7 +213,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
       code: 'SERVER_NOT_FOUND',
     });
     const bad = await mutate<{ callTool: Recorded }>(CALL, {
-      input: { runUuid: run, server: 'http-tools', tool: 'echo', arguments: [1, 2] },
+      input: { runUuid: run, server: 'http-tools', toolName: 'echo', arguments: [1, 2] },
     });
     expect(bad.data?.callTool).toMatchObject({ __typename: 'InvalidInputError', code: 'VALUE_INVALID' });
     const steps = await mutate<{ run: { steps: { edges: unknown[] } } }>(
@@ -237,10 +237,14 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
     expect(http?.lastContactAt).not.toBeNull();
     expect(http?.toolOutcomeCounts.total).toBeGreaterThan(0);
     const refused = await api.query(
-      'mutation { registerMcpServer(input: { identifier: "x", transport: STDIO, command: "sh" }) { __typename } }',
+      'mutation { registerMcpServer(input: { identifier: "x", transport: STDIO, command: "sh" }) { __typename ... on ForbiddenError { code permission } } }',
       {},
       { actor: 'eve', permissions: ['record', 'read_own_runs'] },
     );
-    expect(refused.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+    expect(refused.data?.registerMcpServer).toEqual({
+      __typename: 'ForbiddenError',
+      code: 'FORBIDDEN',
+      permission: 'MANAGE_SERVERS',
+    });
   });
 });

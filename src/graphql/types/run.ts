@@ -1,3 +1,4 @@
+import type { RunFilter, RunPageRow } from '../../db/runs.ts';
 import type { StepRow } from '../../db/steps.ts';
 import { Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
@@ -6,15 +7,38 @@ import { RunStep } from '../../domain/run-step.ts';
 import { buildTimeline } from '../../domain/timeline.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
-import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR } from '../ids.ts';
-import { pageSize, toPage } from '../pagination.ts';
+import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR, stepListHash } from '../ids.ts';
+import { type Page, pageSize, toPage } from '../pagination.ts';
 import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepConnection } from './run-step.ts';
 import { TimelineEntryRef } from './timeline.ts';
 
-export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
+/** A page of runs, and the filter its totalCount counts (null: the actor sees none). */
+export interface RunPage extends Page<RunPageRow> {
+  countFilter: RunFilter | null;
+}
+
+export function runPage(page: Page<RunPageRow>, countFilter: RunFilter | null): RunPage {
+  return { ...page, countFilter };
+}
+
+export const RunConnection = builder.connectionObject({
+  type: RunRef,
+  name: 'RunConnection',
+  fields: (t) => ({
+    totalCount: t.int({
+      description:
+        'How many runs the filter selects among those the caller may see, on every page alike. Counted only when asked for.',
+      // The connection shape Pothos knows has no countFilter: every RunConnection is made by runPage.
+      resolve: (page, _args, context) => {
+        const { countFilter } = page as unknown as RunPage;
+        return countFilter ? context.loaders.runCount.load(countFilter) : 0;
+      },
+    }),
+  }),
+});
 
 builder.node(RunRef, {
   description: 'One agent execution, identified by its UUID (the correlation id).',
@@ -35,7 +59,12 @@ builder.node(RunRef, {
     owner: t.exposeString('owner'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
-    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    finishedAt: t.expose('finishedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'When the run ended: set exactly when status is terminal (COMPLETED, FAILED, CANCELLED), null before.',
+    }),
     rounds: t.exposeInt('rounds'),
     promptTokens: t.expose('promptTokens', { type: 'SafeInt' }),
     completionTokens: t.expose('completionTokens', { type: 'SafeInt' }),
@@ -59,13 +88,14 @@ builder.node(RunRef, {
       },
       resolve: async (run, args, context) => {
         const size = pageSize(args.first);
-        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence) : null;
+        const hash = stepListHash({ kinds: args.kind, outcomes: args.outcome });
+        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence, hash) : null;
         const rows = await context.loaders.stepSlice.load({
           runId: run.id,
           slice: { afterSequence, limit: size + 1, kinds: args.kind ?? null, outcomes: args.outcome ?? null },
         });
         return toPage<StepRow>(rows, size, afterSequence !== null, (step) =>
-          encodeCursor(STEP_CURSOR, step.sequence),
+          encodeCursor(STEP_CURSOR, step.sequence, hash),
         );
       },
     }),
@@ -75,10 +105,14 @@ builder.node(RunRef, {
       args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
       resolve: async (run, { locale }, context) => {
         const rows = await context.loaders.allSteps.load(run.id);
+        const bySequence = new Map(rows.map((row) => [row.sequence, row]));
         return buildTimeline(
           rows.map((row) => RunStep.fromRecord(row)),
           locale,
-        );
+        ).flatMap((entry) => {
+          const step = bySequence.get(entry.sequence);
+          return step ? [{ ...entry, step }] : [];
+        });
       },
     }),
   }),
