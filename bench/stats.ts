@@ -71,13 +71,13 @@ async function measure(
 
 const BY_SERVER = `query ($from: DateTime!, $to: DateTime!) {
   toolOutcomeStats(groupBy: [SERVER], filter: { occurredAfter: $from, occurredBefore: $to }, first: 500) {
-    server counts { ok failed cancelled total failureRate } p50DurationMs p95DurationMs } }`;
+    groups { server counts { ok failed cancelled total failureRate } p50DurationMs p95DurationMs } } }`;
 const BY_SERVER_COUNTS = `query ($from: DateTime!, $to: DateTime!) {
   toolOutcomeStats(groupBy: [SERVER], filter: { occurredAfter: $from, occurredBefore: $to }, first: 500) {
-    server counts { ok failed cancelled total failureRate } } }`;
+    groups { server counts { ok failed cancelled total failureRate } } } }`;
 const TOOL_SERIES = `query ($from: DateTime!, $to: DateTime!, $server: String!) {
   toolOutcomeStats(groupBy: [TOOL], bucket: DAY, filter: { occurredAfter: $from, occurredBefore: $to, servers: [$server] }, first: 500) {
-    toolName bucketStart counts { ok failed cancelled total failureRate } p50DurationMs p95DurationMs } }`;
+    groups { toolName bucketStart counts { ok failed cancelled total failureRate } p50DurationMs p95DurationMs } } }`;
 
 const PLAIN_COUNTS = `count(*) FILTER (WHERE o = 'ok') AS ok, count(*) FILTER (WHERE o = 'failed') AS failed,
   count(*) FILTER (WHERE o = 'cancelled') AS cancelled, count(*) AS total,
@@ -106,19 +106,21 @@ export async function benchStats(): Promise<void> {
   try {
     // Same answers first: the API's counts equal the plain GROUP BY's.
     const api = await graphql<{
-      toolOutcomeStats: Array<{ server: string; counts: { total: number; failed: number } }>;
+      toolOutcomeStats: { groups: Array<{ server: string; counts: { total: number; failed: number } }> };
     }>(service.url, key, BY_SERVER, { from, to });
     const plain = await pool.query<{ server: string; total: string; failed: string }>(PLAIN_BY_SERVER, [
       from,
       to,
     ]);
     const plainTotals = new Map(plain.rows.map((r) => [r.server, `${r.total}/${r.failed}`]));
-    for (const group of api.toolOutcomeStats) {
+    for (const group of api.toolOutcomeStats.groups) {
       if (plainTotals.get(group.server) !== `${group.counts.total}/${group.counts.failed}`) {
         throw new Error(`API and plain SQL disagree on ${group.server}`);
       }
     }
-    console.log(`  the API and the plain GROUP BY agree on all ${api.toolOutcomeStats.length} servers`);
+    console.log(
+      `  the API and the plain GROUP BY agree on all ${api.toolOutcomeStats.groups.length} servers`,
+    );
 
     const results = [
       await measure('by server, 90 days: API', () => graphql(service.url, key, BY_SERVER, { from, to })),

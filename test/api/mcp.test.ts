@@ -84,11 +84,11 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
   /** The outcome counts of one server within one run's configuration. */
   const serverCounts = async (server: string, run: string) =>
     (
-      await mutate<{ toolOutcomeStats: Array<{ counts: Record<string, number | null> }> }>(
-        'query ($s: String!, $c: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s], configurations: [$c] }) { counts { ok failed cancelled total failureRate } } }',
+      await mutate<{ toolOutcomeStats: { groups: Array<{ counts: Record<string, number | null> }> } }>(
+        'query ($s: String!, $c: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s], configurations: [$c] }) { groups { counts { ok failed cancelled total failureRate } } } }',
         { s: server, c: configurationOf.get(run) },
       )
-    ).data?.toolOutcomeStats[0]?.counts;
+    ).data?.toolOutcomeStats.groups[0]?.counts;
 
   beforeAll(async () => {
     api = await openTestApi(backend);

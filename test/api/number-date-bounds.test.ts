@@ -124,12 +124,14 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
         { ...calls, day: '2026-01-01' },
         { ...calls, day: '2026-01-02', ok: 2_500_000_000, cancelled: 2_200_000_000 },
       ]);
-    const stats = await api.query<{ toolOutcomeStats: Array<{ counts: Record<string, number> }> }>(
+    const stats = await api.query<{
+      toolOutcomeStats: { groups: Array<{ counts: Record<string, number> }> };
+    }>(
       `{ toolOutcomeStats(groupBy: [SERVER], filter: { servers: ["busy"], occurredAfter: "2026-01-01T00:00:00Z", occurredBefore: "2026-01-03T00:00:00Z" }) {
-        counts { ok failed cancelled total } } }`,
+        groups { counts { ok failed cancelled total } } } }`,
     );
     expect(stats.errors).toBeUndefined();
-    expect(stats.data?.toolOutcomeStats[0]?.counts).toEqual({
+    expect(stats.data?.toolOutcomeStats.groups[0]?.counts).toEqual({
       ok: 4_500_000_000,
       failed: 0,
       cancelled: 2_200_000_000,
@@ -190,7 +192,7 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
       '{ occurredAfter: "9999-12-01T00:00:00Z", occurredBefore: "9999-12-31T23:59:59.999Z" }',
     ]) {
       const result = await api.query(
-        `{ toolOutcomeStats(groupBy: [SERVER], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter}) { bucketStart } }`,
+        `{ toolOutcomeStats(groupBy: [SERVER], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter}) { groups { bucketStart } } }`,
       );
       expect(result.errors).toBeUndefined();
     }

@@ -294,22 +294,22 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
     ],
     [
       'stats: servers',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$v] }) { groups { server } } }',
       'filter.servers',
     ],
     [
       'stats: tools',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [TOOL], filter: { tools: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [TOOL], filter: { tools: [$v] }) { groups { server } } }',
       'filter.tools',
     ],
     [
       'stats: configurations',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { configurations: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { configurations: [$v] }) { groups { server } } }',
       'filter.configurations',
     ],
     [
       'stats: owners',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { owners: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { owners: [$v] }) { groups { server } } }',
       'filter.owners',
     ],
     ['run(uuid)', 'query ($v: String!) { run(uuid: $v) { id } }', 'uuid'],

@@ -114,23 +114,21 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
   it('counts only visible runs in toolOutcomeStats', async () => {
     const stats = async (as: AskAs) =>
       (
-        await api.query<{ toolOutcomeStats: Array<{ owner: string; counts: { cancelled: number } }> }>(
-          '{ toolOutcomeStats(groupBy: [OWNER]) { owner counts { cancelled } } }',
-          {},
-          as,
-        )
-      ).data?.toolOutcomeStats;
+        await api.query<{
+          toolOutcomeStats: { groups: Array<{ owner: string; counts: { cancelled: number } }> };
+        }>('{ toolOutcomeStats(groupBy: [OWNER]) { groups { owner counts { cancelled } } } }', {}, as)
+      ).data?.toolOutcomeStats.groups;
     expect(await stats(bob)).toEqual([{ owner: 'bob', counts: { cancelled: 1 } }]);
     expect(await stats(auditor)).toEqual([
       { owner: 'alice', counts: { cancelled: 1 } },
       { owner: 'bob', counts: { cancelled: 1 } },
     ]);
-    const byServer = await api.query<{ toolOutcomeStats: Array<{ counts: { total: number } }> }>(
-      '{ toolOutcomeStats(groupBy: [SERVER]) { counts { total } } }',
+    const byServer = await api.query<{ toolOutcomeStats: { groups: Array<{ counts: { total: number } }> } }>(
+      '{ toolOutcomeStats(groupBy: [SERVER]) { groups { counts { total } } } }',
       {},
       bob,
     );
-    expect(byServer.data?.toolOutcomeStats).toEqual([{ counts: { total: 1 } }]);
+    expect(byServer.data?.toolOutcomeStats.groups).toEqual([{ counts: { total: 1 } }]);
   });
 
   it('refuses every mutation on another actor’s run exactly as on a missing run, writing nothing', async () => {
