@@ -335,10 +335,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       first: 3,
     });
     expect(worst.map((g) => `${g.server}/${g.toolName}`)).toEqual(expectedOrder);
-    // first says whether it cut the list: more groups passed minCalls than 3; all of them fit in 500.
-    const matching = [...byKey.values()].filter((t) => total(t) >= 30).length;
+    // first says whether it cut the list: more groups than 3 have calls; all of them fit in `matching`.
+    const matching = [...byKey.values()].filter((t) => total(t) >= 1).length;
     expect(matching).toBeGreaterThan(3);
-    const cut = { groupBy: ['SERVER', 'TOOL'], filter: range, minCalls: 30 };
+    const cut = { groupBy: ['SERVER', 'TOOL'], filter: range };
     expect((await statsPage({ ...cut, first: 3 })).truncated).toBe(true);
     expect(await statsPage({ ...cut, first: matching })).toMatchObject({ truncated: false });
     expect((await statsPage({ ...cut, first: matching - 1 })).truncated).toBe(true);
