@@ -1,7 +1,7 @@
 // The client operations in test/contract/operations/ run against the real API, as a frontend sends them:
 // first as text, then as trusted documents by hash from the manifest `npm run documents:manifest` writes
 // (GraphQL Code Generator's client preset, persistedDocuments). One of them pages a run list to its end.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ExecutionResult, type OperationDefinitionNode, parse } from 'graphql';
@@ -281,6 +281,40 @@ describe.each(backendNames)('the client operations, run as a frontend runs them 
       );
       expect(result.errors).toBeUndefined();
       expect(result.data).toEqual({ viewer: { actor: 'alice', permissions: ['MANAGE_KEYS'] } });
+    });
+
+    it("reads Apollo's persistedQuery hash too, and refuses a request with neither (TRUSTED_DOCUMENT_ID_MISSING)", async () => {
+      const key = await api.keyFor('alice', ['read_own_runs']);
+      const post = async (body: Record<string, unknown>) => {
+        const response = await trusted.fetch('http://runledger.test/graphql', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+          body: JSON.stringify(body),
+        });
+        return { status: response.status, ...((await response.json()) as ExecutionResult<Data>) };
+      };
+      const hash = (documents.get('Viewer')?.hash ?? '').replace('sha256:', '');
+      const apollo = await post({ extensions: { persistedQuery: { version: 1, sha256Hash: hash } } });
+      expect(apollo.data?.viewer).toEqual({ actor: 'alice', permissions: ['READ_OWN_RUNS'] });
+      const neither = await post({ variables: {} });
+      expect(neither.status).toBe(400);
+      expect(neither.errors?.map((e) => e.extensions?.code)).toEqual(['TRUSTED_DOCUMENT_ID_MISSING']);
+    });
+
+    it('refuses a manifest that is not a JSON object of hash -> document, naming the variable', () => {
+      const write = (name: string, text: string) => {
+        const file = join(dir, name);
+        writeFileSync(file, text);
+        return file;
+      };
+      for (const [name, text] of [
+        ['not-json.json', '{'],
+        ['a-list.json', '["query { viewer { actor } }"]'],
+        ['not-a-hash.json', '{ "viewer": "query { viewer { actor } }" }'],
+        ['not-a-document.json', `{ "${'a'.repeat(64)}": 1 }`],
+      ] as const) {
+        expect(() => readTrustedDocuments(write(name, text))).toThrow(/^RUNLEDGER_TRUSTED_DOCUMENTS: /);
+      }
     });
 
     it('still asks for a key first: no key is 401 UNAUTHENTICATED, by hash or as text', async () => {
