@@ -16,10 +16,10 @@ interface Payload {
 }
 
 const RESULT = `__typename ... on Error { code } ... on InvalidInputError { field }`;
-const recorded = (name: string) =>
-  `${RESULT} ... on Mutation${name[0]?.toUpperCase()}${name.slice(1)}Success { data { replayed steps { sequence kind outcome } } }`;
+/** Every step mutation answers the same success type. */
+const RECORDED = `${RESULT} ... on RecordedStepsSuccess { data { replayed steps { sequence kind outcome } } }`;
 const mutation = (name: string, inputType: string) =>
-  `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${recorded(name)} } }`;
+  `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${RECORDED} } }`;
 
 const M = {
   execution: mutation('recordToolExecution', 'RecordToolExecutionInput'),
