@@ -28,7 +28,8 @@ export const RunConnection = builder.connectionObject({
   type: RunRef,
   name: 'RunConnection',
   fields: (t) => ({
-    totalCount: t.int({
+    totalCount: t.field({
+      type: 'SafeInt',
       description:
         'How many runs the filter selects among those the caller may see, on every page alike. Counted only when asked for.',
       // The connection shape Pothos knows has no countFilter: every RunConnection is made by runPage.
