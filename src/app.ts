@@ -3,6 +3,9 @@ import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
 import { migrate } from './db/migrator.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
+import { McpPolicy } from './mcp/outbound-policy.ts';
+import { McpSessions } from './mcp/sessions.ts';
+import { mcpSettingsFromEnv } from './mcp/settings.ts';
 import { createServer } from './server.ts';
 
 export interface App {
@@ -22,6 +25,16 @@ export async function openApp(): Promise<App> {
     console.log(`no API keys yet: created one for actor "admin" with every permission.`);
     console.log(`administrator key (shown once, store it now): ${key}`);
   }
-  const yoga = createServer({ handle });
-  return { listener: yoga, graphqlEndpoint: yoga.graphqlEndpoint, close: () => handle.close() };
+  // One session per MCP server for the whole process, opened on first use.
+  const sessions = new McpSessions(new McpPolicy(mcpSettingsFromEnv()));
+  const yoga = createServer({ handle, sessions });
+  return {
+    listener: yoga,
+    graphqlEndpoint: yoga.graphqlEndpoint,
+    // After the HTTP server has let its requests finish: MCP sessions (DELETE, processes stopped), then the database.
+    close: async () => {
+      await sessions.close();
+      await handle.close();
+    },
+  };
 }

@@ -14,6 +14,7 @@ import { mcpDependencies } from './ledger/mcp.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
+import { McpSessions } from './mcp/sessions.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
 import { OTLP_TRACES_PATH } from './otlp/path.ts';
 
@@ -25,6 +26,11 @@ export interface ServerOptions {
   calls?: InFlightCalls;
   /** Which MCP hosts and programs are allowed; default: from the environment (RUNLEDGER_MCP_*). */
   mcp?: McpSettings;
+  /**
+   * The MCP sessions calls run on, owned (and closed) by whoever made them;
+   * default: a registry of this server's own, under the `mcp` settings.
+   */
+  sessions?: McpSessions;
   /** No GraphiQL, no introspection, no suggestions in errors; default: NODE_ENV is production. */
   production?: boolean;
   /**
@@ -43,10 +49,11 @@ export function createServer({
   graphiql,
   calls = new InFlightCalls(),
   mcp = mcpSettingsFromEnv(),
+  sessions = new McpSessions(new McpPolicy(mcp)),
   production = process.env.NODE_ENV === 'production',
   trustedDocuments = trustedDocumentsFromEnv(),
 }: ServerOptions): Server {
-  const tools = mcpDependencies(new McpPolicy(mcp), calls);
+  const tools = mcpDependencies(sessions, calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
   // Loaded on the first export, not at start: protobufjs and the OTLP definitions cost nothing until used.
   let otlp: Promise<(request: Request) => Promise<Response>> | undefined;

@@ -30,6 +30,8 @@ const DETAIL_FACTS = [
   'artifactCount',
   'messageCount',
   'droppedCount',
+  'failureCode',
+  'sessionStartMs',
 ] as const;
 
 type DetailFacts = Partial<Record<(typeof DETAIL_FACTS)[number], string | number>>;
@@ -58,6 +60,10 @@ export function detailLine(step: RunStep, locale: Locale = 'en'): string {
     const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
     parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
+  if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
+    parts.push(`failed: ${facts.failureCode}`);
+  }
+  if (typeof facts.sessionStartMs === 'number') parts.push(`session start ${facts.sessionStartMs} ms`);
   if (facts.model !== undefined) parts.push(String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
     parts.push(

@@ -59,9 +59,10 @@ function checkedCall(input: CallToolInput) {
  * records the step. The story of SPEC 6, top to bottom:
  *
  * 1. who may do it: record permission, the actor's own run, a run not ended;
- * 2. the adapter (src/mcp) makes one call and hands back a domain `ToolResult`:
- *    ok, failed (an isError answer, a transport fault, the deadline) or
- *    cancelled (the run was cancelled while the call was on the wire);
+ * 2. the adapter (src/mcp) makes one call on the server's session and hands
+ *    back a domain `ToolResult`: ok, failed with its code (TOOL_ERROR for an
+ *    isError answer, an MCP_* transport fault, the deadline) or cancelled
+ *    (the run was cancelled while the call was on the wire);
  * 3. RunTrace bounds the result (bounding.ts) and builds the RunStep, isError
  *    derived from the outcome;
  * 4. the repository stores it, in the transaction that numbers it.
@@ -91,7 +92,14 @@ export async function callTool(
   return recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
     {
       type: 'toolResult',
-      call: { ...call.facts, server: server.identifier, durationMs: attempt.latencyMs, occurredAt: now },
+      call: {
+        ...call.facts,
+        server: server.identifier,
+        // The call's own time; opening the session, when this call did, is stated apart.
+        durationMs: attempt.latencyMs,
+        sessionStartMs: attempt.sessionStartMs,
+        occurredAt: now,
+      },
       result: attempt.result,
     },
   ]);
@@ -108,7 +116,6 @@ async function callOnTheWire(
     return await mcp.callTool(server, call.facts.toolName, call.arguments, {
       signal: controller.signal,
       timeoutMs: call.timeoutMs,
-      policy: mcp.policy,
     });
   } finally {
     mcp.inFlight.end(call.runUuid, controller);

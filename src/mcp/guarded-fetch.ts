@@ -21,7 +21,14 @@ export class GuardedFetch {
   /** The first refusal, kept: the SDK may wrap the error it sees. */
   refusal: McpTransportError | null = null;
 
-  constructor(private readonly policy: McpPolicy) {}
+  /**
+   * `onBrokenStream`: called when an answer to a POST ends before it is complete (the server died or
+   * cut the stream): the SDK would wait for the rest, or reconnect, while the call hangs.
+   */
+  constructor(
+    private readonly policy: McpPolicy,
+    private readonly onBrokenStream: () => void = () => {},
+  ) {}
 
   readonly fetch: FetchLike = async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
@@ -46,7 +53,14 @@ export class GuardedFetch {
     };
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<Response>((resolve, reject) => {
-      const request = send(url, options, (response) => resolve(asResponse(response, options.method)));
+      const request = send(url, options, (response) => {
+        if (options.method === 'POST') {
+          response.once('close', () => {
+            if (!response.complete) this.onBrokenStream();
+          });
+        }
+        resolve(asResponse(response, options.method));
+      });
       request.on('error', (error) => reject(this.refusal ?? error));
       request.end(body);
     });

@@ -145,13 +145,14 @@ builder.mutationFields((t) => ({
     type: McpServerRef,
     errors: { types: SERVER_ERRORS },
     args: { input: t.arg({ type: McpServerInput, required: true }) },
-    resolve: (_root, { input }, context) => updateServer(context, input, context.mcp.policy),
+    resolve: (_root, { input }, context) =>
+      updateServer(context, input, context.mcp.policy, context.mcp.sessions),
   }),
   removeMcpServer: t.field({
     type: McpServerRef,
     errors: { types: SERVER_ERRORS },
     args: { identifier: t.arg.string({ required: true }) },
-    resolve: (_root, { identifier }, context) => removeServer(context, identifier),
+    resolve: (_root, { identifier }, context) => removeServer(context, identifier, context.mcp.sessions),
   }),
   callTool: t.field({
     type: RecordedStepsSuccess,

@@ -67,6 +67,10 @@ const ToolResultInput = builder.inputType('ToolResultInput', {
     outcome: t.field({ type: ToolOutcomeEnum, required: true }),
     artifacts: t.field({ type: [ArtifactInput] }),
     writeTarget: t.field({ type: WriteTargetInput }),
+    failureCode: t.string({
+      description:
+        'Why a FAILED call failed, as a stable code (1 to 64 characters: an upper-case letter, then upper-case letters, digits or _), shown as RunStep.failureCode. Only with outcome FAILED (else FAILURE_CODE_WITHOUT_FAILURE); a malformed one is FAILURE_CODE_INVALID.',
+    }),
   }),
 });
 
