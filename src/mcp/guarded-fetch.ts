@@ -1,4 +1,5 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import { setMaxListeners } from 'node:events';
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -9,7 +10,7 @@ import { bareHost, type McpPolicy, normaliseAddress } from './outbound-policy.ts
 import { McpTransportError } from './transport-error.ts';
 
 /**
- * A fetch that connects only where the policy allows, for one MCP call.
+ * A fetch that connects only where the policy allows, for one MCP session.
  * Every request opens its own connection (no keep-alive agent), and that
  * connection's DNS lookup is the one checked: the addresses the policy
  * accepted are the addresses the socket is given, so a name cannot resolve
@@ -44,6 +45,8 @@ export class GuardedFetch {
     if (body !== undefined && typeof body !== 'string') {
       throw McpTransportError.transportFailure('a request body that is not text');
     }
+    // The SDK gives every request of a session one signal; each open answer stream listens to it.
+    if (init.signal) setMaxListeners(0, init.signal);
     const options: RequestOptions = {
       method: init.method ?? 'GET',
       headers: Object.fromEntries(new Headers(init.headers)),

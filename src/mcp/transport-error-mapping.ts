@@ -35,6 +35,10 @@ export function asTransportError(
       return McpTransportError.transportFailure(`no answer to ${what}`);
     return McpTransportError.rpcError(error.code, error.message);
   }
+  // A connection the server dropped before its answer began ("socket hang up").
+  if (error instanceof Error && (error as NodeJS.ErrnoException).code === 'ECONNRESET') {
+    return McpTransportError.serverGone('closed the connection before it answered');
+  }
   if (error instanceof SyntaxError) return McpTransportError.malformedResponse(error.message);
   if (error instanceof Error && error.name === 'ZodError') {
     return McpTransportError.malformedResponse('the answer does not have the shape MCP gives it');
