@@ -14,10 +14,13 @@ import { asTransportError } from './transport-error-mapping.ts';
 export const SessionTiming = {
   /** Opening a session (spawn or connect, then initialize) at most, whoever waits for it. */
   openTimeoutMs: 30_000,
-  /** While calls wait on a session, how often the server is pinged. */
-  livenessIntervalMs: 500,
-  /** A ping unanswered this long, with nothing else heard from the server meanwhile: it stopped answering. */
-  livenessTimeoutMs: 1_250,
+  /** While calls wait on a session, how often its liveness is checked. */
+  livenessTickMs: 250,
+  /** Silence from the server (no message at all) after which it is pinged. */
+  pingAfterSilenceMs: 500,
+  /** Silence after which the server stopped answering, once a ping has waited at least `pingPatienceMs`. */
+  unresponsiveAfterMs: 1_000,
+  pingPatienceMs: 750,
   /** Before a session that ended by itself is opened again: the first wait, doubled per failure up to the cap. */
   restartDelayMs: 250,
   restartDelayMaxMs: 30_000,
@@ -100,6 +103,7 @@ export class McpSession {
   #calls = 0;
   #lastHeard = 0;
   #pingSentAt: number | null = null;
+  #lastTick = 0;
   #liveness: NodeJS.Timeout | undefined;
   #closing: Promise<void> | null = null;
   #retiring = false;
@@ -239,7 +243,8 @@ export class McpSession {
     this.#calls += 1;
     if (this.#calls === 1) {
       this.#lastHeard = performance.now();
-      this.#liveness = setInterval(() => this.#checkLiveness(), SessionTiming.livenessIntervalMs);
+      this.#lastTick = this.#lastHeard;
+      this.#liveness = setInterval(() => this.#checkLiveness(), SessionTiming.livenessTickMs);
       this.#liveness.unref();
     }
   }
@@ -260,14 +265,21 @@ export class McpSession {
   /** While calls wait: a ping when the server has been quiet; broken when it stays quiet. */
   #checkLiveness(): void {
     const now = performance.now();
+    const late = now - this.#lastTick > 2 * SessionTiming.livenessTickMs;
+    this.#lastTick = now;
+    // Our own event loop stalled: what arrived meanwhile is still queued, so silence proves nothing yet.
+    if (late) return;
+    const silent = now - this.#lastHeard;
     if (this.#pingSentAt !== null) {
-      const silent = now - Math.max(this.#pingSentAt, this.#lastHeard);
-      if (silent >= SessionTiming.livenessTimeoutMs) {
-        this.#break(McpTransportError.serverUnresponsive(Math.round(now - this.#lastHeard)));
+      if (
+        silent >= SessionTiming.unresponsiveAfterMs &&
+        now - this.#pingSentAt >= SessionTiming.pingPatienceMs
+      ) {
+        this.#break(McpTransportError.serverUnresponsive(Math.round(silent)));
       }
       return;
     }
-    if (now - this.#lastHeard < SessionTiming.livenessIntervalMs) return;
+    if (silent < SessionTiming.pingAfterSilenceMs) return;
     this.#pingSentAt = now;
     this.client.ping({ signal: this.#broken.signal, timeout: SessionTiming.openTimeoutMs }).then(
       () => {

@@ -83,11 +83,11 @@ function httpWire(tap: HttpTap): Wire {
   };
 }
 
-/** A server of the suite: registered under `identifier`, seen through `wire`; `kill` ends its process. */
+/** A server of the suite: registered under `identifier`, seen through `wire`; `kill` signals its process. */
 interface Served {
   identifier: string;
   wire: Wire;
-  kill(): void;
+  kill(signal?: NodeJS.Signals): void;
   /** Evidence that its session was ended from our side: a DELETE the server accepted, or its process gone. */
   sessionEnded(): boolean;
 }
@@ -123,9 +123,9 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
       return {
         identifier,
         wire: stdioWire(log),
-        kill: () => {
+        kill: (signal = 'SIGKILL') => {
           const pid = pids().at(-1);
-          if (pid) process.kill(pid, 'SIGKILL');
+          if (pid) process.kill(pid, signal);
         },
         sessionEnded: () => pids().length > 0 && pids().every(exited),
       };
@@ -140,7 +140,7 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
     return {
       identifier,
       wire: httpWire(tap),
-      kill: () => server.kill(),
+      kill: (signal) => server.kill(signal),
       sessionEnded: () =>
         sessions() > 0 &&
         tap.requests.some((request) => request.method === 'DELETE' && request.status === 200) &&
@@ -273,6 +273,26 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
         expect(again?.data?.steps[0]).toMatchObject({ outcome: 'OK' });
         expect(again?.data?.steps[0]?.metadata.sessionStartMs).toEqual(expect.any(Number));
         expect(victim.wire.initializations()).toBe(2);
+      }
+    }, 60_000);
+
+    it('a server that stops answering mid-call: FAILED with MCP_SERVER_UNRESPONSIVE, long before the deadline', async () => {
+      const victim = await serve(transport);
+      const run = await startRun();
+      expect((await call(run, victim.identifier, 'echo', { message: 'up' }))?.data?.steps[0]?.outcome).toBe(
+        'OK',
+      );
+      const sent = Date.now();
+      const pending = call(run, victim.identifier, LONG, { duration: 40, steps: 40 }, 60_000);
+      await received(victim.wire, LONG, 0);
+      victim.kill('SIGSTOP');
+      try {
+        const [step] = (await pending)?.data?.steps ?? [];
+        expect(step).toMatchObject({ outcome: 'FAILED', failureCode: 'MCP_SERVER_UNRESPONSIVE' });
+        expect(step?.payload.content).toMatch(/^the server stopped answering: /);
+        expect(Date.now() - sent).toBeLessThan(20_000);
+      } finally {
+        victim.kill('SIGKILL');
       }
     }, 60_000);
 

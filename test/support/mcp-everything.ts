@@ -109,7 +109,7 @@ export interface EverythingHttpServer {
   pid: number;
   /** What it printed: it notes each session it initialises and each DELETE it receives. */
   output: () => string;
-  kill(): void;
+  kill(signal?: NodeJS.Signals): void;
 }
 
 /** `@modelcontextprotocol/server-everything` over Streamable HTTP, as its own process on a free port. */
@@ -134,8 +134,8 @@ export async function startEverythingHttp(): Promise<EverythingHttpServer> {
     url: `http://127.0.0.1:${port}/mcp`,
     pid: child.pid ?? 0,
     output: () => output,
-    kill: () => {
-      child.kill('SIGKILL');
+    kill: (signal = 'SIGKILL') => {
+      child.kill(signal);
     },
   };
 }
