@@ -70,37 +70,22 @@ interface Series {
   overshoots: number[];
 }
 
-/** The baseline: a bare SDK client, connected once; the deadline is the SDK's own timeout. */
-async function baseline(server: McpServerConfig): Promise<Series> {
+/**
+ * Both paths on the same server program, call for call in turn, so that the
+ * machine's load falls on both alike. The baseline: a bare SDK client,
+ * connected once; its deadline is the SDK's own timeout. runledger: the
+ * registry's session, through the adapter.
+ */
+async function series(server: McpServerConfig): Promise<{ base: Series; ours: Series }> {
   const client = new Client({ name: 'bench', version: '1' });
-  const began = performance.now();
-  await client.connect(sdkTransport(server));
-  const start = performance.now() - began;
-  const latencies: number[] = [];
-  for (let i = 0; i < CALLS; i += 1) {
-    const t = performance.now();
-    await client.callTool({ name: 'echo', arguments: { message: `m${i}` } });
-    latencies.push(performance.now() - t);
-  }
-  const overshoots: number[] = [];
-  for (let i = 0; i < DEADLINES; i += 1) {
-    const t = performance.now();
-    await client
-      .callTool({ name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } }, undefined, {
-        timeout: DEADLINE_MS,
-      })
-      .catch(() => {});
-    overshoots.push(performance.now() - t - DEADLINE_MS);
-  }
-  await client.close();
-  return { start, latencies, overshoots };
-}
-
-/** runledger: the registry's session, through the adapter. */
-async function runledger(server: McpServerConfig): Promise<Series> {
   const sessions = new McpSessions(policy);
   const signal = new AbortController().signal;
+  const base: Series = { start: 0, latencies: [], overshoots: [] };
+  const ours: Series = { start: 0, latencies: [], overshoots: [] };
   try {
+    const began = performance.now();
+    await client.connect(sdkTransport(server));
+    base.start = performance.now() - began;
     const first = await callOnSession(
       sessions,
       server,
@@ -108,9 +93,12 @@ async function runledger(server: McpServerConfig): Promise<Series> {
       { message: 'first' },
       { signal, timeoutMs: 30_000 },
     );
-    const latencies: number[] = [];
+    ours.start = first.sessionStartMs ?? Number.NaN;
     for (let i = 0; i < CALLS; i += 1) {
-      const t = performance.now();
+      let t = performance.now();
+      await client.callTool({ name: 'echo', arguments: { message: `m${i}` } });
+      base.latencies.push(performance.now() - t);
+      t = performance.now();
       const attempt = await callOnSession(
         sessions,
         server,
@@ -119,23 +107,24 @@ async function runledger(server: McpServerConfig): Promise<Series> {
         { signal, timeoutMs: 30_000 },
       );
       if (attempt.result.outcome !== 'ok') throw new Error(`echo: ${attempt.result.content}`);
-      latencies.push(performance.now() - t);
+      ours.latencies.push(performance.now() - t);
     }
-    const overshoots: number[] = [];
+    const long = { name: 'trigger-long-running-operation', arguments: { duration: 5, steps: 5 } };
     for (let i = 0; i < DEADLINES; i += 1) {
-      const t = performance.now();
-      const attempt = await callOnSession(
-        sessions,
-        server,
-        'trigger-long-running-operation',
-        { duration: 5, steps: 5 },
-        { signal, timeoutMs: DEADLINE_MS },
-      );
+      let t = performance.now();
+      await client.callTool(long, undefined, { timeout: DEADLINE_MS }).catch(() => {});
+      base.overshoots.push(performance.now() - t - DEADLINE_MS);
+      t = performance.now();
+      const attempt = await callOnSession(sessions, server, long.name, long.arguments, {
+        signal,
+        timeoutMs: DEADLINE_MS,
+      });
       if (attempt.fault !== 'MCP_DEADLINE_EXHAUSTED') throw new Error(`deadline: ${attempt.result.content}`);
-      overshoots.push(performance.now() - t - DEADLINE_MS);
+      ours.overshoots.push(performance.now() - t - DEADLINE_MS);
     }
-    return { start: first.sessionStartMs ?? Number.NaN, latencies, overshoots };
+    return { base, ours };
   } finally {
+    await client.close();
     await sessions.close();
   }
 }
@@ -195,8 +184,7 @@ export async function benchMcp(): Promise<void> {
   const rows: Array<Record<string, string | number>> = [];
   try {
     for (const server of [stdioServer(), httpServer(http.url)]) {
-      const base = await baseline(server);
-      const ours = await runledger(server);
+      const { base, ours } = await series(server);
       const name = server.transport;
       const p = (values: number[], q: number) => quantile(sorted(values), q);
       for (const [what, b, o] of [

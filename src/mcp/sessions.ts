@@ -216,7 +216,16 @@ export class McpSession {
    * stdin closed, then SIGTERM, then SIGKILL (the SDK's order).
    */
   close(): Promise<void> {
-    this.#closing ??= this.#close();
+    if (this.#closing === null) {
+      // Set before the work starts: breaking the session on the way must not close it a second time.
+      let done: () => void = () => {};
+      this.#closing = new Promise<void>((resolve) => {
+        done = resolve;
+      });
+      void this.#close()
+        .catch(() => {})
+        .finally(done);
+    }
     return this.#closing;
   }
 

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import {
   startEverythingHttp,
   startHttpTap,
 } from '../support/mcp-everything.ts';
+import { post, startService } from '../support/service.ts';
 
 /**
  * The published reference server, @modelcontextprotocol/server-everything,
@@ -326,4 +328,63 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
       await expect.poll(() => busy.sessionEnded(), { timeout: 15_000 }).toBe(true);
     }, 60_000);
   });
+});
+
+describe('the service as it runs, on SIGTERM', () => {
+  it('stops its stdio servers and ends its Streamable HTTP sessions with DELETE, then exits 0', async () => {
+    const log = join(mkdtempSync(join(tmpdir(), 'runledger-everything-')), 'stdio.log');
+    const server = await startEverythingHttp();
+    const tap = await startHttpTap(server.url);
+    const running = await startService({
+      PGLITE_DATA_DIR: 'memory://',
+      RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1',
+      RUNLEDGER_MCP_STDIO_COMMANDS: STDIO_TAP.join(' '),
+    });
+    try {
+      const key = running.adminKey() ?? '';
+      const ask = async (query: string, variables: Record<string, unknown>) =>
+        (await post(running.url, key, query, variables)).body.data as Record<string, { __typename: string }>;
+      const register = 'mutation ($i: McpServerInput!) { registerMcpServer(input: $i) { __typename } }';
+      await ask(register, { i: { identifier: 'files', transport: 'STDIO', ...everythingStdio(log) } });
+      await ask(register, { i: { identifier: 'web', transport: 'STREAMABLE_HTTP', url: tap.url } });
+      const started = (
+        await post(
+          running.url,
+          key,
+          'mutation { startRun(input: { configuration: "stop" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        )
+      ).body.data as { startRun: { data: { uuid: string } } };
+      for (const identifier of ['files', 'web']) {
+        const called = await ask('mutation ($i: CallToolInput!) { callTool(input: $i) { __typename } }', {
+          i: {
+            runUuid: started.startRun.data.uuid,
+            server: identifier,
+            tool: 'echo',
+            arguments: { message: 'x' },
+          },
+        });
+        expect(called.callTool?.__typename).toBe('MutationCallToolSuccess');
+      }
+      const [pid] = readTapLog(log)
+        .filter((event) => event.event === 'start')
+        .map((event) => event.pid);
+      const sessionId = tap.requests.find((request) => request.sessionId)?.sessionId;
+      expect(pid).toEqual(expect.any(Number));
+      expect(tap.requests.some((request) => request.method === 'DELETE')).toBe(false);
+
+      running.child.kill('SIGTERM');
+      const [code] = await once(running.child, 'exit');
+      expect(code).toBe(0);
+      expect(readTapLog(log).some((event) => event.event === 'exit' && event.pid === pid)).toBe(true);
+      expect(
+        tap.requests
+          .filter((request) => request.method === 'DELETE')
+          .map((request) => [request.sessionId, request.status]),
+      ).toEqual([[sessionId, 200]]);
+    } finally {
+      if (running.child.exitCode === null) running.child.kill('SIGKILL');
+      await tap.close();
+      server.kill();
+    }
+  }, 60_000);
 });
