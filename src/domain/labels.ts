@@ -16,6 +16,8 @@ type DetailLabelKey =
   | 'runs.detail.finish'
   | 'runs.detail.arguments'
   | 'runs.detail.result'
+  | 'runs.detail.failure'
+  | 'runs.detail.sessionStart'
   | 'runs.detail.artifacts.one'
   | 'runs.detail.artifacts.other'
   | 'runs.detail.messages'
@@ -43,6 +45,8 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.finish': 'finish: {reason}',
     'runs.detail.arguments': 'args {bytes} B',
     'runs.detail.result': 'result {bytes} B',
+    'runs.detail.failure': 'failed: {code}',
+    'runs.detail.sessionStart': 'session start {ms} ms',
     'runs.detail.artifacts.one': '{count} artifact',
     'runs.detail.artifacts.other': '{count} artifacts',
     'runs.detail.messages': '{count} messages',
@@ -69,6 +73,8 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.finish': 'Ende: {reason}',
     'runs.detail.arguments': 'Argumente {bytes} B',
     'runs.detail.result': 'Ergebnis {bytes} B',
+    'runs.detail.failure': 'fehlgeschlagen: {code}',
+    'runs.detail.sessionStart': 'Sitzungsstart {ms} ms',
     'runs.detail.artifacts.one': '{count} Artefakt',
     'runs.detail.artifacts.other': '{count} Artefakte',
     'runs.detail.messages': '{count} Nachrichten',

@@ -60,10 +60,13 @@ export function detailLine(step: RunStep, locale: Locale = 'en'): string {
     const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
     parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
+  // The code is a stable name in every locale; only the words around it are translated.
   if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
-    parts.push(`failed: ${facts.failureCode}`);
+    parts.push(label(locale, 'runs.detail.failure', { code: facts.failureCode }));
   }
-  if (typeof facts.sessionStartMs === 'number') parts.push(`session start ${facts.sessionStartMs} ms`);
+  if (typeof facts.sessionStartMs === 'number') {
+    parts.push(label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
+  }
   if (facts.model !== undefined) parts.push(String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
     parts.push(

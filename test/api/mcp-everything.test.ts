@@ -38,7 +38,7 @@ interface Called {
 
 const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
   __typename ... on Error { code }
-  ... on MutationCallToolSuccess { data { steps { outcome failureCode durationMs metadata payload } } } } }`;
+  ... on RecordedStepsSuccess { data { steps { outcome failureCode durationMs metadata payload } } } } }`;
 
 const LONG = 'trigger-long-running-operation';
 const SETTINGS = { ...TEST_MCP_SETTINGS, stdioCommands: [...TEST_MCP_SETTINGS.stdioCommands, STDIO_TAP] };
@@ -106,7 +106,7 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
       'mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }',
       { input },
     );
-    expect(result.data?.registerMcpServer.__typename).toBe('MutationRegisterMcpServerSuccess');
+    expect(result.data?.registerMcpServer.__typename).toBe('RegisterMcpServerSuccess');
   };
 
   /** A fresh server-everything of the transport, registered under a name of its own. */
@@ -153,7 +153,7 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
   const startRun = async () =>
     (
       await api.query<{ startRun: { data: { uuid: string } } }>(
-        'mutation { startRun(input: { configuration: "everything" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        'mutation { startRun(input: { configuration: "everything" }) { ... on StartRunSuccess { data { uuid } } } }',
       )
     ).data?.startRun.data.uuid ?? '';
   const call = async (
@@ -165,7 +165,7 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
   ) =>
     (
       await api.query<{ callTool: Called }>(CALL, {
-        input: { runUuid, server, tool, arguments: args, timeoutMs, round: 0 },
+        input: { runUuid, server, toolName: tool, arguments: args, timeoutMs, round: 0 },
       })
     ).data?.callTool;
   const cancelRun = (uuid: string) =>
@@ -324,7 +324,7 @@ describe.each(backendNames)('calling @modelcontextprotocol/server-everything (%s
         'mutation ($i: String!) { removeMcpServer(identifier: $i) { __typename } }',
         { i: busy.identifier },
       );
-      expect(removed.data?.removeMcpServer.__typename).toBe('MutationRemoveMcpServerSuccess');
+      expect(removed.data?.removeMcpServer.__typename).toBe('RemoveMcpServerSuccess');
       await expect.poll(() => busy.sessionEnded(), { timeout: 15_000 }).toBe(true);
     }, 60_000);
   });
@@ -355,7 +355,7 @@ describe('the service as it runs, on SIGTERM', () => {
         await post(
           running.url,
           key,
-          'mutation { startRun(input: { configuration: "stop" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+          'mutation { startRun(input: { configuration: "stop" }) { ... on StartRunSuccess { data { uuid } } } }',
         )
       ).body.data as { startRun: { data: { uuid: string } } };
       for (const identifier of ['files', 'web']) {
@@ -363,11 +363,11 @@ describe('the service as it runs, on SIGTERM', () => {
           i: {
             runUuid: started.startRun.data.uuid,
             server: identifier,
-            tool: 'echo',
+            toolName: 'echo',
             arguments: { message: 'x' },
           },
         });
-        expect(called.callTool?.__typename).toBe('MutationCallToolSuccess');
+        expect(called.callTool?.__typename).toBe('RecordedStepsSuccess');
       }
       const [pid] = readTapLog(log)
         .filter((event) => event.event === 'start')

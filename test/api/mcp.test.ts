@@ -31,7 +31,7 @@ interface Recorded {
 
 const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
   __typename ... on Error { code }
-  ... on MutationCallToolSuccess { data { steps { outcome toolIsError server toolName failureCode payload } } } } }`;
+  ... on RecordedStepsSuccess { data { steps { outcome toolIsError server toolName failureCode payload } } } } }`;
 
 /** The steps as the tests compare them: what every reader sees, without the private payload. */
 const publicFacts = (recorded: Recorded | undefined) =>
@@ -281,7 +281,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
         },
       },
     );
-    expect(updated.data?.updateMcpServer.__typename).toBe('MutationUpdateMcpServerSuccess');
+    expect(updated.data?.updateMcpServer.__typename).toBe('UpdateMcpServerSuccess');
     await expect.poll(() => alive(first), { timeout: 10_000 }).toBe(false);
     const second = await pid();
     expect(second).not.toBe(first);
@@ -301,7 +301,7 @@ describe.each(backendNames)('calling MCP tools inside a run (%s)', (backend) => 
       }>(
         `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
           __typename ... on Error { code } ... on InvalidInputError { field }
-          ... on MutationRecordToolResultSuccess { data { steps { failureCode } } } } }`,
+          ... on RecordedStepsSuccess { data { steps { failureCode } } } } }`,
         {
           input: {
             runUuid: run,
