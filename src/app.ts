@@ -1,8 +1,11 @@
 import type { RequestListener } from 'node:http';
 import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
+import { optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
+import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
+import { RunEvents } from './ledger/run-events.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { mcpSettingsFromEnv } from './mcp/settings.ts';
@@ -11,6 +14,8 @@ import { createServer } from './server.ts';
 export interface App {
   listener: RequestListener;
   graphqlEndpoint: string;
+  /** Ends the live streams, which would otherwise keep a stop waiting. */
+  endStreams(): void;
   close(): Promise<void>;
 }
 
@@ -27,13 +32,26 @@ export async function openApp(): Promise<App> {
   }
   // One session per MCP server for the whole process, opened on first use.
   const sessions = new McpSessions(new McpPolicy(mcpSettingsFromEnv()));
-  const yoga = createServer({ handle, sessions });
+  // Several instances on one PostgreSQL hear each other through it; the embedded database is one process.
+  const url = optionsFromEnv().url;
+  const channel =
+    handle.backend === 'postgres' && url
+      ? await openPostgresChannel({ url, db: handle.db, log: (line) => console.log(`live: ${line}`) })
+      : inProcessChannel();
+  console.log(
+    `live runs: ${channel.kind === 'postgres' ? 'LISTEN/NOTIFY on PostgreSQL' : 'in this process'}`,
+  );
+  const events = new RunEvents(channel);
+  const yoga = createServer({ handle, sessions, events });
   return {
     listener: yoga,
     graphqlEndpoint: yoga.graphqlEndpoint,
-    // After the HTTP server has let its requests finish: MCP sessions (DELETE, processes stopped), then the database.
+    endStreams: () => events.endStreams(),
+    // After the HTTP server has let its requests finish: MCP sessions (DELETE, processes stopped), the
+    // live channel, then the database.
     close: async () => {
       await sessions.close();
+      await events.close();
       await handle.close();
     },
   };

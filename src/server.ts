@@ -1,5 +1,6 @@
 import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { DatabaseHandle } from './db/connection.ts';
+import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
@@ -11,6 +12,7 @@ import {
   useTrustedDocuments,
 } from './graphql/trusted-documents.ts';
 import { mcpDependencies } from './ledger/mcp.ts';
+import { RunEvents } from './ledger/run-events.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
@@ -39,6 +41,11 @@ export interface ServerOptions {
    * manifest RUNLEDGER_TRUSTED_DOCUMENTS names, else none (every operation).
    */
   trustedDocuments?: TrustedDocuments | null;
+  /**
+   * Live runs and the cancel between instances; default: one process on its own
+   * (in memory). Several instances on one PostgreSQL share a PostgreSQL channel (app.ts).
+   */
+  events?: RunEvents;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
@@ -52,15 +59,18 @@ export function createServer({
   sessions = new McpSessions(new McpPolicy(mcp)),
   production = process.env.NODE_ENV === 'production',
   trustedDocuments = trustedDocumentsFromEnv(),
+  events = new RunEvents(inProcessChannel()),
 }: ServerOptions): Server {
   const tools = mcpDependencies(sessions, calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
   // Loaded on the first export, not at start: protobufjs and the OTLP definitions cost nothing until used.
   let otlp: Promise<(request: Request) => Promise<Response>> | undefined;
+  // A cancel on any instance cuts off the calls this process holds for the run.
+  events.onCancel((runUuid) => calls.abortCallsOf(runUuid));
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request, tools),
+    context: ({ request }) => createContext(handle, request, tools, events),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
     // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.

@@ -97,3 +97,18 @@ export async function tallyToolOutcomesOfRuns(
   for (const { runId, ...tally } of rows) tallies.set(runId, tally);
   return tallies;
 }
+
+/** Up to `limit` steps of one run after a sequence number, in sequence order. */
+export async function stepsOfRunAfter(
+  db: Database,
+  runId: number,
+  afterSequence: number,
+  limit: number,
+): Promise<StepRow[]> {
+  return db
+    .select()
+    .from(runSteps)
+    .where(and(eq(runSteps.runId, runId), gt(runSteps.sequence, afterSequence)))
+    .orderBy(asc(runSteps.sequence))
+    .limit(limit);
+}

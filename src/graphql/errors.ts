@@ -153,6 +153,16 @@ function fromDomainError(error: GraphQLError): GraphQLError {
 
 export function useStableErrorCodes(production: boolean): Plugin {
   return {
+    // A subscription's refusals come before its first event (RUN_NOT_FOUND, a limit): the same codes.
+    onSubscribe: () => ({
+      onSubscribeResult: ({ result, setResult }) => {
+        if (!isExecutionResult(result) || !result.errors?.length) return;
+        setResult({
+          ...result,
+          errors: result.errors.map((error) => fromDomainError(error as GraphQLError)),
+        });
+      },
+    }),
     // Runs before yoga's masking (user plugins come first): domain refusals are answered, not masked.
     onExecute: () => ({
       onExecuteDone: ({ result, setResult }) => {

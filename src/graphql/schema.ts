@@ -13,6 +13,7 @@ import './types/recording.ts';
 import './types/outcome-stats.ts';
 import './types/mcp-server.ts';
 import './types/viewer.ts';
+import './types/live.ts';
 
 export const schema = builder.toSchema();
 

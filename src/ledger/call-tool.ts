@@ -80,29 +80,42 @@ export async function callTool(
   const call = checkedCall(input);
   const server = await findMcpServer(db, call.server);
   if (!server) throw serverNotFound(call.server);
-  const [run] = await findRunsByUuids(db, [call.runUuid]);
-  if (!run || !canRecordIntoRunOf(actor, run.owner)) throw new RunNotFoundError(call.runUuid);
-  checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
+  const [found] = await findRunsByUuids(db, [call.runUuid]);
+  if (!found || !canRecordIntoRunOf(actor, found.owner)) throw new RunNotFoundError(call.runUuid);
+  // In flight, for live streams on every instance, from before the status is read until the step is
+  // stored: a stream of the run ends only once no call is left that could still add a step.
+  const release = await scope.events?.holdCall(found.id);
+  try {
+    const [run] = release ? await findRunsByUuids(db, [call.runUuid]) : [found];
+    if (!run) throw new RunNotFoundError(call.runUuid);
+    checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
 
-  // 2. The adapter's answer, already a domain result.
-  const attempt = await callOnTheWire(mcp, server, call);
-  if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
+    // 2. The adapter's answer, already a domain result.
+    const attempt = await callOnTheWire(mcp, server, call);
+    if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
 
-  // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
-  return recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
-    {
-      type: 'toolResult',
-      call: {
-        ...call.facts,
-        server: server.identifier,
-        // The call's own time; opening the session, when this call did, is stated apart.
-        durationMs: attempt.latencyMs,
-        sessionStartMs: attempt.sessionStartMs,
-        occurredAt: now,
+    // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
+    return await recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
+      {
+        type: 'toolResult',
+        call: {
+          ...call.facts,
+          server: server.identifier,
+          // The call's own time; opening the session, when this call did, is stated apart.
+          durationMs: attempt.latencyMs,
+          sessionStartMs: attempt.sessionStartMs,
+          occurredAt: now,
+        },
+        result: attempt.result,
       },
-      result: attempt.result,
-    },
-  ]);
+    ]);
+  } finally {
+    if (release) {
+      await release();
+      // A stream waiting for this call to let go looks again.
+      await scope.events?.runChanged(call.runUuid);
+    }
+  }
 }
 
 /** One call, registered as in flight for its run while it lasts, so that a cancel of the run cuts it off. */
