@@ -41,6 +41,9 @@ export const CALL_LOCK_CLASS = 0x726c_6c76; // "rllv"
 
 const CHANNEL = 'runledger_events';
 
+/** The listening connection's application_name, to find it in pg_stat_activity. */
+export const LISTENER_NAME = 'runledger-listen';
+
 function parseNotice(payload: string | undefined): Notice | null {
   try {
     const value = JSON.parse(payload ?? '') as { t?: unknown; r?: unknown; s?: unknown };
@@ -169,7 +172,7 @@ export async function openPostgresChannel(options: PostgresChannelOptions): Prom
   const lockKey = (runId: number): number[] => [CALL_LOCK_CLASS, runId];
 
   async function connect(): Promise<pg.Client> {
-    const next = new pg.Client({ connectionString: url, keepAlive: true });
+    const next = new pg.Client({ connectionString: url, keepAlive: true, application_name: LISTENER_NAME });
     // An error event without a listener would end the process (STACK pitfall 9).
     next.on('error', () => lost(next));
     next.on('end', () => lost(next));
