@@ -19,6 +19,19 @@ export interface App {
   close(): Promise<void>;
 }
 
+/**
+ * RUNLEDGER_LIVE_CHANNEL: `postgres` (the default on PostgreSQL) lets instances
+ * hear each other; `memory` keeps live runs and cancels inside this process, for
+ * a single instance that wants no NOTIFY per write.
+ */
+function liveChannelFromEnv(env: NodeJS.ProcessEnv = process.env): 'postgres' | 'memory' {
+  const value = env.RUNLEDGER_LIVE_CHANNEL?.trim() || 'postgres';
+  if (value !== 'postgres' && value !== 'memory') {
+    throw new Error(`RUNLEDGER_LIVE_CHANNEL must be postgres or memory, not "${value}"`);
+  }
+  return value;
+}
+
 /** The database opened and migrated, a first key on a fresh install, and the GraphQL server on it. */
 export async function openApp(): Promise<App> {
   const handle = await openDatabaseForCommand();
@@ -35,7 +48,7 @@ export async function openApp(): Promise<App> {
   // Several instances on one PostgreSQL hear each other through it; the embedded database is one process.
   const url = optionsFromEnv().url;
   const channel =
-    handle.backend === 'postgres' && url
+    handle.backend === 'postgres' && url && liveChannelFromEnv() === 'postgres'
       ? await openPostgresChannel({ url, db: handle.db, log: (line) => console.log(`live: ${line}`) })
       : inProcessChannel();
   console.log(

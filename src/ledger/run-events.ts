@@ -64,6 +64,10 @@ export class RunEvents {
   readonly #byActor = new Map<string, number>();
   readonly #streams = new Set<AbortController>();
   readonly #off: Array<() => void>;
+  /** Notices heard per run, and resyncs: a read is shared only among streams woken by the same ones. */
+  readonly #generation = new Map<string, number>();
+  #resyncs = 0;
+  readonly #reads = new Map<string, Promise<{ steps: StepRow[]; run: RunRow | undefined }>>();
   readonly maxPerActor: number;
   readonly maxPerProcess: number;
   readonly recheckMs: number;
@@ -77,6 +81,7 @@ export class RunEvents {
       channel.listen((notice) => this.#deliver(notice)),
       // Back after an outage: whatever was announced meanwhile is lost, so every stream reads again.
       channel.onResync(() => {
+        this.#resyncs += 1;
         for (const wakeup of this.#all) wakeup.ring();
       }),
     ];
@@ -91,7 +96,34 @@ export class RunEvents {
       for (const handler of [...this.#cancelHandlers]) handler(notice.runUuid);
       return;
     }
-    for (const wakeup of this.#byRun.get(notice.runUuid) ?? []) wakeup.ring();
+    const wakeups = this.#byRun.get(notice.runUuid);
+    if (!wakeups) return;
+    this.#generation.set(notice.runUuid, (this.#generation.get(notice.runUuid) ?? 0) + 1);
+    for (const wakeup of wakeups) wakeup.ring();
+  }
+
+  /**
+   * The steps after `after` and the run, read once for every stream of the run
+   * that asks at the same position after the same notice: 500 streams of one
+   * run cost two statements per change, not a thousand. A read started before
+   * the latest notice is never shared with a stream that notice woke.
+   */
+  read(db: Database, run: { uuid: string; id: number }, after: number) {
+    const key = `${run.id}:${after}:${this.#generation.get(run.uuid) ?? 0}:${this.#resyncs}`;
+    let read = this.#reads.get(key);
+    if (!read) {
+      read = (async () => {
+        const steps = await stepsOfRunAfter(db, run.id, after, LIVE_LIMITS.stepsPerRead);
+        const [row] = await findRunsByIds(db, [run.id]);
+        return { steps, run: row };
+      })();
+      this.#reads.set(key, read);
+      const forget = () => {
+        this.#reads.delete(key);
+      };
+      read.then(forget, forget);
+    }
+    return read;
   }
 
   /**
@@ -169,7 +201,10 @@ export class RunEvents {
     this.#all.add(wakeup);
     return () => {
       set.delete(wakeup);
-      if (set.size === 0) this.#byRun.delete(runUuid);
+      if (set.size === 0) {
+        this.#byRun.delete(runUuid);
+        this.#generation.delete(runUuid);
+      }
       this.#all.delete(wakeup);
     };
   }
@@ -196,7 +231,7 @@ export class RunEvents {
       unregister();
       slot.release();
     };
-    const inner = follow(db, run.id, after, { wakeup, events: this, signal: slot.controller.signal });
+    const inner = follow(db, run, after, { wakeup, events: this, signal: slot.controller.signal });
     return new RunEventStream(inner, slot.controller, close);
   }
 
@@ -290,16 +325,16 @@ function stateOf(run: RunRow): string {
  */
 async function* follow(
   db: Database,
-  runId: number,
+  watched: { uuid: string; id: number },
   afterSequence: number,
   { wakeup, events, signal }: { wakeup: Wakeup; events: RunEvents; signal: AbortSignal },
 ): AsyncGenerator<RunEvent, void> {
+  const runId = watched.id;
   let last = afterSequence;
   let shown: string | null = null;
   while (!signal.aborted) {
     const seen = wakeup.count;
-    const steps = await stepsOfRunAfter(db, runId, last, LIVE_LIMITS.stepsPerRead);
-    const [run] = await findRunsByIds(db, [runId]);
+    const { steps, run } = await events.read(db, watched, last);
     if (!run || signal.aborted) return;
     for (const step of steps) {
       yield { run, step };

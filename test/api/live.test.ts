@@ -177,7 +177,7 @@ describe.each(backendNames)('live runs in one process (%s)', (backend) => {
     const last = rest.at(-1) as LiveEvent;
     expect(last.step).toMatchObject({ toolName: 'slow', outcome: 'CANCELLED' });
     expect(last.run).toMatchObject({ status: 'CANCELLED', toolOutcomeCounts: { cancelled: 1, total: 1 } });
-    await expect.poll(() => tools.cancellations).toContain('slow');
+    // That the MCP server hears the cancel is the MCP tests' (and, across instances, live-instances').
   });
 
   it('leaks nothing after 1,000 subscribe/disconnect cycles over HTTP', async () => {

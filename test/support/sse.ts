@@ -98,6 +98,7 @@ export function subscriptionRequest(
   key: string,
   variables: { uuid: string; after?: number | null },
   signal?: AbortSignal,
+  query: string = RUN_EVENTS,
 ): Request {
   return new Request(url, {
     method: 'POST',
@@ -106,7 +107,7 @@ export function subscriptionRequest(
       accept: 'text/event-stream',
       authorization: `Bearer ${key}`,
     },
-    body: JSON.stringify({ query: RUN_EVENTS, variables }),
+    body: JSON.stringify({ query, variables }),
     ...(signal ? { signal } : {}),
   });
 }
