@@ -40,6 +40,8 @@ class Wakeup {
       const done = () => {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
+        // Woken by the clock or the abort: not left behind for the next ring.
+        this.#waiters = this.#waiters.filter((waiter) => waiter !== done);
         resolve();
       };
       const timer = setTimeout(done, ms);
