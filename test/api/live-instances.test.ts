@@ -228,6 +228,8 @@ describe.runIf(onPostgres)('the listening connection across a database restart',
     await record(a, key, run);
     expect(sequencesOf([await stream.event(), await stream.event()])).toEqual([2, 3]);
     await expect.poll(() => b.output(), { timeout: 10_000 }).toContain('listening again');
+    // Heartbeats kept coming across the outage: the first at once, then on the clock (every 300 ms under test).
+    expect(stream.heartbeats).toBeGreaterThan(1);
     await post(a.url, key, FINISH, { u: run });
     const { completed } = await stream.rest();
     expect(completed).toBe(true);
