@@ -66,9 +66,8 @@ export class RunEvents {
   readonly #byActor = new Map<string, number>();
   readonly #streams = new Set<AbortController>();
   readonly #off: Array<() => void>;
-  /** Notices heard per run, and resyncs: a read is shared only among streams woken by the same ones. */
-  readonly #generation = new Map<string, number>();
-  #resyncs = 0;
+  /** Notices and resyncs heard so far: a read is shared only among streams that ask between the same two. */
+  #epoch = 0;
   readonly #reads = new Map<string, Promise<{ steps: StepRow[]; run: RunRow | undefined }>>();
   readonly maxPerActor: number;
   readonly maxPerProcess: number;
@@ -83,7 +82,7 @@ export class RunEvents {
       channel.listen((notice) => this.#deliver(notice)),
       // Back after an outage: whatever was announced meanwhile is lost, so every stream reads again.
       channel.onResync(() => {
-        this.#resyncs += 1;
+        this.#epoch += 1;
         for (const wakeup of this.#all) wakeup.ring();
       }),
     ];
@@ -98,10 +97,8 @@ export class RunEvents {
       for (const handler of [...this.#cancelHandlers]) handler(notice.runUuid);
       return;
     }
-    const wakeups = this.#byRun.get(notice.runUuid);
-    if (!wakeups) return;
-    this.#generation.set(notice.runUuid, (this.#generation.get(notice.runUuid) ?? 0) + 1);
-    for (const wakeup of wakeups) wakeup.ring();
+    this.#epoch += 1;
+    for (const wakeup of this.#byRun.get(notice.runUuid) ?? []) wakeup.ring();
   }
 
   /**
@@ -110,8 +107,8 @@ export class RunEvents {
    * run cost two statements per change, not a thousand. A read started before
    * the latest notice is never shared with a stream that notice woke.
    */
-  read(db: Database, run: { uuid: string; id: number }, after: number) {
-    const key = `${run.id}:${after}:${this.#generation.get(run.uuid) ?? 0}:${this.#resyncs}`;
+  read(db: Database, run: { id: number }, after: number) {
+    const key = `${run.id}:${after}:${this.#epoch}`;
     let read = this.#reads.get(key);
     if (!read) {
       read = (async () => {
@@ -203,10 +200,7 @@ export class RunEvents {
     this.#all.add(wakeup);
     return () => {
       set.delete(wakeup);
-      if (set.size === 0) {
-        this.#byRun.delete(runUuid);
-        this.#generation.delete(runUuid);
-      }
+      if (set.size === 0) this.#byRun.delete(runUuid);
       this.#all.delete(wakeup);
     };
   }
