@@ -78,9 +78,12 @@ describe.runIf(onPostgres)('two instances on one PostgreSQL', () => {
     await database?.dispose();
   });
 
-  it('both listen on PostgreSQL', () => {
+  it('both listen on PostgreSQL; a setting that names no channel stops the start', async () => {
     for (const service of [a, b])
       expect(service.output()).toContain('live runs: LISTEN/NOTIFY on PostgreSQL');
+    await expect(
+      startService({ DATABASE_URL: database.url ?? '', RUNLEDGER_LIVE_CHANNEL: 'redis' }),
+    ).rejects.toThrow('RUNLEDGER_LIVE_CHANNEL must be postgres or memory, not "redis"');
   });
 
   it('sends a subscriber on B the steps recorded through A, in order, then the end', async () => {
