@@ -81,7 +81,7 @@ export function createServer({
       {
         async onRequest({ url, request, endResponse }) {
           if (url.pathname !== OTLP_TRACES_PATH) return;
-          otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger));
+          otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger, events));
           endResponse(await (await otlp)(request));
         },
       },
