@@ -30,7 +30,7 @@ const CONCURRENCY = 8;
 /** Streams per actor stay under the per-actor limit. */
 const PER_ACTOR = 100;
 
-const START = `mutation { startRun(input: { configuration: "bench-live" }) { ... on MutationStartRunSuccess { data { uuid } } } }`;
+const START = `mutation { startRun(input: { configuration: "bench-live" }) { ... on StartRunSuccess { data { uuid } } } }`;
 /** What a viewer of a run asks for each event: the step and the run's status and rollups. */
 const WATCH = `subscription ($uuid: String!, $after: Int) { runEvents(uuid: $uuid, afterSequence: $after) {
   step { sequence kind toolName outcome durationMs } run { status rounds totalTokens estimatedCost } } }`;

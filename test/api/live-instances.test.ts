@@ -18,12 +18,12 @@ import { SseReader, sequencesOf, subscriptionRequest } from '../support/sse.ts';
  */
 const onPostgres = backendNames.includes('postgres');
 
-const START = `mutation { startRun(input: { configuration: "instances" }) { ... on MutationStartRunSuccess { data { uuid } } } }`;
+const START = `mutation { startRun(input: { configuration: "instances" }) { ... on StartRunSuccess { data { uuid } } } }`;
 const RECORD = `mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }`;
 const FINISH = `mutation ($u: String!) { finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) { __typename } }`;
 const CANCEL = `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`;
 const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
-  __typename ... on MutationCallToolSuccess { data { steps { sequence outcome } } } } }`;
+  __typename ... on RecordedStepsSuccess { data { steps { sequence outcome } } } } }`;
 
 async function startRun(service: Running, key: string): Promise<string> {
   const { body } = await post(service.url, key, START);
@@ -34,7 +34,7 @@ async function record(service: Running, key: string, runUuid: string): Promise<v
   const { body } = await post(service.url, key, RECORD, {
     input: { runUuid, kind: 'LLM', round: 1, durationMs: 3 },
   });
-  expect(body).toEqual({ data: { recordStep: { __typename: 'MutationRecordStepSuccess' } } });
+  expect(body).toEqual({ data: { recordStep: { __typename: 'RecordedStepsSuccess' } } });
 }
 
 async function subscribe(service: Running, key: string, uuid: string, after?: number): Promise<SseReader> {
@@ -122,18 +122,24 @@ describe.runIf(onPostgres)('two instances on one PostgreSQL', () => {
     const watcher = await subscribe(b, key, run);
     expect((await watcher.event()).step).toBeNull();
     const pending = post(a.url, key, CALL, {
-      input: { runUuid: run, server: 'tools', tool: 'slow', arguments: { ms: 30_000 }, timeoutMs: 60_000 },
+      input: {
+        runUuid: run,
+        server: 'tools',
+        toolName: 'slow',
+        arguments: { ms: 30_000 },
+        timeoutMs: 60_000,
+      },
     });
     // Time for the call to reach the wire (as in the MCP tests).
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const cancelledAt = Date.now();
     expect((await post(b.url, key, CANCEL, { u: run })).body).toEqual({
-      data: { cancelRun: { __typename: 'MutationCancelRunSuccess' } },
+      data: { cancelRun: { __typename: 'CancelRunSuccess' } },
     });
     expect((await pending).body).toEqual({
       data: {
         callTool: {
-          __typename: 'MutationCallToolSuccess',
+          __typename: 'RecordedStepsSuccess',
           data: { steps: [{ sequence: 1, outcome: 'CANCELLED' }] },
         },
       },
@@ -227,7 +233,7 @@ describe.runIf(onPostgres)('the listening connection across a database restart',
           ).body,
         { timeout: 20_000, interval: 200 },
       )
-      .toEqual({ data: { recordStep: { __typename: 'MutationRecordStepSuccess' } } });
+      .toEqual({ data: { recordStep: { __typename: 'RecordedStepsSuccess' } } });
     await record(a, key, run);
     expect(sequencesOf([await stream.event(), await stream.event()])).toEqual([2, 3]);
     await expect.poll(() => b.output(), { timeout: 10_000 }).toContain('listening again');

@@ -10,14 +10,14 @@ import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-se
 import { type LiveEvent, RUN_EVENTS, SseReader, sequencesOf, subscriptionRequest } from '../support/sse.ts';
 
 const START = `mutation ($c: String!) { startRun(input: { configuration: $c }) {
-  __typename ... on MutationStartRunSuccess { data { uuid } } } }`;
+  __typename ... on StartRunSuccess { data { uuid } } } }`;
 const RECORD = `mutation ($input: RecordStepInput!) { recordStep(input: $input) {
-  __typename ... on Error { code } ... on MutationRecordStepSuccess { data { steps { sequence } } } } }`;
+  __typename ... on Error { code } ... on RecordedStepsSuccess { data { steps { sequence } } } } }`;
 const BATCH = `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { __typename ... on Error { code } } }`;
 const FINISH = `mutation ($u: String!) { finishRun(input: { uuid: $u, status: COMPLETED, terminationReason: COMPLETED }) { __typename } }`;
 const CANCEL = `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }`;
 const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
-  __typename ... on MutationCallToolSuccess { data { steps { sequence outcome } } } } }`;
+  __typename ... on RecordedStepsSuccess { data { steps { sequence outcome } } } } }`;
 
 describe.each(backendNames)('live runs in one process (%s)', (backend) => {
   let api: TestApi;
@@ -161,7 +161,7 @@ describe.each(backendNames)('live runs in one process (%s)', (backend) => {
       input: {
         runUuid: run,
         server: 'live-tools',
-        tool: 'slow',
+        toolName: 'slow',
         arguments: { ms: 30_000 },
         timeoutMs: 60_000,
       },
@@ -170,7 +170,7 @@ describe.each(backendNames)('live runs in one process (%s)', (backend) => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(
       (await ask<{ cancelRun: { __typename: string } }>(CANCEL, { u: run })).data?.cancelRun.__typename,
-    ).toBe('MutationCancelRunSuccess');
+    ).toBe('CancelRunSuccess');
     expect((await pending).data?.callTool.data.steps[0]?.outcome).toBe('CANCELLED');
     const { events: rest, completed } = await stream.rest();
     expect(completed).toBe(true);
