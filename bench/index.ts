@@ -1,16 +1,20 @@
+import { benchLive } from './live.ts';
+import { benchMcp } from './mcp.ts';
 import { benchOtlp } from './otlp.ts';
 import { benchRecording } from './record.ts';
 import { benchStart } from './start.ts';
 import { benchStats } from './stats.ts';
 import { benchTimeline } from './timeline.ts';
 
-// npm run bench [-- record | stats | start | otlp | timeline]: every benchmark, or the ones named.
+// npm run bench [-- record | stats | start | otlp | mcp | live | timeline]: every benchmark, or the ones named.
 const benchmarks: Record<string, () => Promise<void>> = {
   record: benchRecording,
   stats: benchStats,
   start: benchStart,
   otlp: benchOtlp,
   timeline: benchTimeline,
+  mcp: benchMcp,
+  live: benchLive,
 };
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));

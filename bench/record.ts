@@ -16,7 +16,7 @@ const RECORD = `mutation ($input: RecordToolExecutionInput!) {
   recordToolExecution(input: $input) { __typename ... on Error { code } } }`;
 const RECORD_BATCH = `mutation ($input: RecordStepsInput!) {
   recordSteps(input: $input) { __typename ... on Error { code } } }`;
-const START = `mutation { startRun(input: { configuration: "bench" }) { ... on MutationStartRunSuccess { data { uuid } } } }`;
+const START = `mutation { startRun(input: { configuration: "bench" }) { ... on StartRunSuccess { data { uuid } } } }`;
 
 export async function benchRecording(): Promise<void> {
   console.log(`\n## recording: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);

@@ -304,7 +304,7 @@ interface PlainRow {
 
 const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $bucket: TimeBucket, $offset: Int!, $filter: ToolStepFilter) {
   toolOutcomeStats(groupBy: $groupBy, bucket: $bucket, utcOffsetMinutes: $offset, filter: $filter, first: 500, orderBy: { field: TOTAL, direction: DESC }) {
-    server toolName configuration owner bucketStart counts { ok failed cancelled } p50DurationMs p95DurationMs } }`;
+    groups { server toolName configuration owner bucketStart counts { ok failed cancelled } p50DurationMs p95DurationMs } } }`;
 
 /** The plain answer: one GROUP BY over run_steps joined to runs, exact percentiles. */
 function plainSql(c: Case): string {
@@ -404,9 +404,14 @@ async function benchShape(shape: Shape): Promise<void> {
       const params = [from, to, ...(c.restricted ? [owner] : []), ...(c.server ? ['server_1'] : [])];
       const sql = plainSql(c);
       const askKey = c.restricted ? ownKey : key;
-      const api = await graphql<{ toolOutcomeStats: ApiGroup[] }>(service.url, askKey, STATS, variables);
+      const api = await graphql<{ toolOutcomeStats: { groups: ApiGroup[] } }>(
+        service.url,
+        askKey,
+        STATS,
+        variables,
+      );
       const plain = await pool.query<PlainRow>(sql, params);
-      const { groups, percentilesOff } = await checkCase(c, api.toolOutcomeStats, plain.rows);
+      const { groups, percentilesOff } = await checkCase(c, api.toolOutcomeStats.groups, plain.rows);
       const apiTimes = await measure(() => graphql(service.url, askKey, STATS, variables));
       const plainTimes = await measure(() => pool.query(sql, params));
       const median = quantile(apiTimes, 0.5);

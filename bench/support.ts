@@ -48,10 +48,10 @@ export function rssMb(pid: number): number {
 }
 
 /** The real entry point in its own process, so load and service do not share an event loop. */
-export async function startService(url: string): Promise<Service> {
+export async function startService(url: string, env: Record<string, string> = {}): Promise<Service> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production' },
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const endpoint = await new Promise<string>((resolve, reject) => {

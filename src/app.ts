@@ -1,14 +1,35 @@
 import type { RequestListener } from 'node:http';
 import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
+import { optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
+import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
+import { RunEvents } from './ledger/run-events.ts';
+import { McpPolicy } from './mcp/outbound-policy.ts';
+import { McpSessions } from './mcp/sessions.ts';
+import { mcpSettingsFromEnv } from './mcp/settings.ts';
 import { createServer } from './server.ts';
 
 export interface App {
   listener: RequestListener;
   graphqlEndpoint: string;
+  /** Ends the live streams, which would otherwise keep a stop waiting. */
+  endStreams(): void;
   close(): Promise<void>;
+}
+
+/**
+ * RUNLEDGER_LIVE_CHANNEL: `postgres` (the default on PostgreSQL) lets instances
+ * hear each other; `memory` keeps live runs and cancels inside this process, for
+ * a single instance that wants no NOTIFY per write.
+ */
+function liveChannelFromEnv(env: NodeJS.ProcessEnv = process.env): 'postgres' | 'memory' {
+  const value = env.RUNLEDGER_LIVE_CHANNEL?.trim() || 'postgres';
+  if (value !== 'postgres' && value !== 'memory') {
+    throw new Error(`RUNLEDGER_LIVE_CHANNEL must be postgres or memory, not "${value}"`);
+  }
+  return value;
 }
 
 /** The database opened and migrated, a first key on a fresh install, and the GraphQL server on it. */
@@ -22,6 +43,29 @@ export async function openApp(): Promise<App> {
     console.log(`no API keys yet: created one for actor "admin" with every permission.`);
     console.log(`administrator key (shown once, store it now): ${key}`);
   }
-  const yoga = createServer({ handle });
-  return { listener: yoga, graphqlEndpoint: yoga.graphqlEndpoint, close: () => handle.close() };
+  // One session per MCP server for the whole process, opened on first use.
+  const sessions = new McpSessions(new McpPolicy(mcpSettingsFromEnv()));
+  // Several instances on one PostgreSQL hear each other through it; the embedded database is one process.
+  const url = optionsFromEnv().url;
+  const channel =
+    handle.backend === 'postgres' && url && liveChannelFromEnv() === 'postgres'
+      ? await openPostgresChannel({ url, db: handle.db, log: (line) => console.log(`live: ${line}`) })
+      : inProcessChannel();
+  console.log(
+    `live runs: ${channel.kind === 'postgres' ? 'LISTEN/NOTIFY on PostgreSQL' : 'in this process'}`,
+  );
+  const events = new RunEvents(channel);
+  const yoga = createServer({ handle, sessions, events });
+  return {
+    listener: yoga,
+    graphqlEndpoint: yoga.graphqlEndpoint,
+    endStreams: () => events.endStreams(),
+    // After the HTTP server has let its requests finish: MCP sessions (DELETE, processes stopped), the
+    // live channel, then the database.
+    close: async () => {
+      await sessions.close();
+      await events.close();
+      await handle.close();
+    },
+  };
 }

@@ -52,6 +52,7 @@ async function shutdown(signal: string): Promise<void> {
   // close() stops accepting and waits for open requests; idle keep-alive sockets are closed at once.
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
   http.closeIdleConnections();
+  app?.endStreams();
   const grace = setTimeout(() => {
     console.log(`requests still open after ${SHUTDOWN_GRACE_MS} ms: closing them`);
     http.closeAllConnections();

@@ -1,14 +1,22 @@
 import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-yoga';
 import type { DatabaseHandle } from './db/connection.ts';
+import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
+import {
+  type TrustedDocuments,
+  trustedDocumentsFromEnv,
+  useTrustedDocuments,
+} from './graphql/trusted-documents.ts';
 import { mcpDependencies } from './ledger/mcp.ts';
+import { RunEvents } from './ledger/run-events.ts';
 import { createLogger } from './log.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
+import { McpSessions } from './mcp/sessions.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
 import { OTLP_TRACES_PATH } from './otlp/path.ts';
 
@@ -20,8 +28,24 @@ export interface ServerOptions {
   calls?: InFlightCalls;
   /** Which MCP hosts and programs are allowed; default: from the environment (RUNLEDGER_MCP_*). */
   mcp?: McpSettings;
+  /**
+   * The MCP sessions calls run on, owned (and closed) by whoever made them;
+   * default: a registry of this server's own, under the `mcp` settings.
+   */
+  sessions?: McpSessions;
   /** No GraphiQL, no introspection, no suggestions in errors; default: NODE_ENV is production. */
   production?: boolean;
+  /**
+   * Registered operations by hash: when given, only these are answered, and
+   * queries as text only for keys with the ad-hoc permission. Default: the
+   * manifest RUNLEDGER_TRUSTED_DOCUMENTS names, else none (every operation).
+   */
+  trustedDocuments?: TrustedDocuments | null;
+  /**
+   * Live runs and the cancel between instances; default: one process on its own
+   * (in memory). Several instances on one PostgreSQL share a PostgreSQL channel (app.ts).
+   */
+  events?: RunEvents;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
@@ -32,16 +56,21 @@ export function createServer({
   graphiql,
   calls = new InFlightCalls(),
   mcp = mcpSettingsFromEnv(),
+  sessions = new McpSessions(new McpPolicy(mcp)),
   production = process.env.NODE_ENV === 'production',
+  trustedDocuments = trustedDocumentsFromEnv(),
+  events = new RunEvents(inProcessChannel()),
 }: ServerOptions): Server {
-  const tools = mcpDependencies(new McpPolicy(mcp), calls);
+  const tools = mcpDependencies(sessions, calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
   // Loaded on the first export, not at start: protobufjs and the OTLP definitions cost nothing until used.
   let otlp: Promise<(request: Request) => Promise<Response>> | undefined;
+  // A cancel on any instance cuts off the calls this process holds for the run.
+  events.onCancel((runUuid) => calls.abortCallsOf(runUuid));
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request, tools),
+    context: ({ request }) => createContext(handle, request, tools, events),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
     // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.
@@ -52,10 +81,11 @@ export function createServer({
       {
         async onRequest({ url, request, endResponse }) {
           if (url.pathname !== OTLP_TRACES_PATH) return;
-          otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger));
+          otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger, events));
           endResponse(await (await otlp)(request));
         },
       },
+      ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments, handle)] : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),

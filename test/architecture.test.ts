@@ -84,10 +84,29 @@ const inside = (target: string, dir: string) => target.startsWith(`${dir}/`);
 /** One rule: which files it governs and why an import breaks it (null: it does not). */
 interface Rule {
   layer: string;
-  broken: (imported: Import) => string | null;
+  broken: (imported: Import, file: string) => string | null;
 }
 
+/**
+ * The channel between instances (LISTEN/NOTIFY, or memory) is opened by the
+ * entry point and used by one module of the use cases, which every writer and
+ * stream goes through: no other code notifies or listens on its own.
+ */
+const CHANNEL = 'src/db/notifications.ts';
+const CHANNEL_USERS: ReadonlySet<string> = new Set([
+  'src/ledger/run-events.ts',
+  'src/app.ts',
+  'src/server.ts',
+]);
+
 const RULES: Rule[] = [
+  {
+    layer: 'src',
+    broken: (i, file) =>
+      i.target === CHANNEL && !i.typeOnly && !CHANNEL_USERS.has(file)
+        ? 'the channel between instances is used through src/ledger/run-events.ts (opened by the entry point)'
+        : null,
+  },
   {
     layer: 'src/domain',
     broken: (i) =>
@@ -144,7 +163,7 @@ function importViolations(files: ReadonlyMap<string, string>): string[] {
   for (const [file, source] of files) {
     for (const rule of RULES.filter((r) => inside(file, r.layer))) {
       for (const imported of importsOf(file, source)) {
-        const why = rule.broken(imported);
+        const why = rule.broken(imported, file);
         if (why) violations.push(`${file} imports '${imported.specifier}': ${why}`);
       }
     }
@@ -186,6 +205,10 @@ describe('architecture', () => {
         "import { insertSpans } from '../db/otlp-spans.ts';\nimport { ErrorCode } from '../graphql/errors.ts';\nimport { actorForKey } from '../db/api-keys.ts';\nimport type { DatabaseHandle } from '../db/connection.ts';",
       ],
       ['src/otlp/k.ts', "import { InFlightCalls } from '../mcp/in-flight-calls.ts';"],
+      [
+        'src/ledger/j.ts',
+        "import { inProcessChannel } from '../db/notifications.ts';\nimport type { Notice } from '../db/notifications.ts';",
+      ],
     ]);
     expect(importViolations(planted)).toEqual([
       "src/domain/a.ts imports '../db/runs.ts': src/domain imports nothing of ours outside it",
@@ -200,6 +223,7 @@ describe('architecture', () => {
       "src/otlp/j.ts imports '../db/otlp-spans.ts': src/otlp records only through src/ledger (reads: see READS_FOR_OTLP)",
       "src/otlp/j.ts imports '../graphql/errors.ts': src/otlp is an adapter beside GraphQL and MCP: it reaches neither",
       "src/otlp/k.ts imports '../mcp/in-flight-calls.ts': src/otlp is an adapter beside GraphQL and MCP: it reaches neither",
+      "src/ledger/j.ts imports '../db/notifications.ts': the channel between instances is used through src/ledger/run-events.ts (opened by the entry point)",
     ]);
   });
 

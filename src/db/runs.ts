@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
+import { and, desc, eq, gte, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import type { RunStatus } from '../domain/run-status.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
@@ -11,7 +11,9 @@ export interface RunFilter {
   statuses?: readonly RunStatus[] | null;
   configurations?: readonly string[] | null;
   owners?: readonly string[] | null;
+  /** Inclusive. */
   createdFrom?: Date | null;
+  /** Exclusive: ranges are half-open, [from, to). */
   createdTo?: Date | null;
   /** Only runs with at least one tool step stating this outcome (boolean-first rule). */
   hasToolOutcome?: ToolOutcome | null;
@@ -36,7 +38,7 @@ function filterConditions(filter: RunFilter): SQL[] {
   if (filter.configurations?.length) conditions.push(inArray(runs.configuration, [...filter.configurations]));
   if (filter.owners?.length) conditions.push(inArray(runs.owner, [...filter.owners]));
   if (filter.createdFrom) conditions.push(gte(runs.createdAt, filter.createdFrom));
-  if (filter.createdTo) conditions.push(lte(runs.createdAt, filter.createdTo));
+  if (filter.createdTo) conditions.push(lt(runs.createdAt, filter.createdTo));
   if (filter.hasToolOutcome) {
     conditions.push(sql`exists (
       select 1 from ${runSteps}
@@ -71,6 +73,11 @@ export async function listRuns(
     ...run,
     position: { createdAt: createdAtText, id: run.id },
   }));
+}
+
+/** How many runs the filter selects: one count statement, whatever the size. */
+export async function countRuns(db: Database, filter: RunFilter): Promise<number> {
+  return db.$count(runs, and(...filterConditions(filter)));
 }
 
 export async function findRunsByUuids(db: Database, uuids: readonly string[]): Promise<RunRow[]> {

@@ -19,6 +19,8 @@ const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
 
 /** What a timeline line is built from: metadata columns and the allow-listed facts, never the payload. */
 export interface TimelineRow {
+  /** The step's id: what TimelineEntry.step loads, only when it is selected. */
+  id: number;
   sequence: number;
   kind: string;
   occurredAt: Date;
@@ -92,6 +94,7 @@ export async function timelineRowsOfRun(
 ): Promise<TimelineRow[]> {
   return db
     .select({
+      id: runSteps.id,
       sequence: runSteps.sequence,
       kind: runSteps.kind,
       occurredAt: runSteps.occurredAt,
@@ -153,4 +156,19 @@ export async function tallyToolOutcomesOfRuns(
     .groupBy(runSteps.runId);
   for (const { runId, ...tally } of rows) tallies.set(runId, tally);
   return tallies;
+}
+
+/** Up to `limit` steps of one run after a sequence number, in sequence order. */
+export async function stepsOfRunAfter(
+  db: Database,
+  runId: number,
+  afterSequence: number,
+  limit: number,
+): Promise<StepRow[]> {
+  return db
+    .select()
+    .from(runSteps)
+    .where(and(eq(runSteps.runId, runId), gt(runSteps.sequence, afterSequence)))
+    .orderBy(asc(runSteps.sequence))
+    .limit(limit);
 }

@@ -64,3 +64,18 @@ export class ForbiddenError extends DomainError {
     super('FORBIDDEN', `this needs the ${permission} permission`);
   }
 }
+
+/** Too many live streams open: the actor's share (TOO_MANY_SUBSCRIPTIONS) or the instance's (SUBSCRIPTIONS_FULL). */
+export class SubscriptionLimitError extends DomainError {
+  constructor(
+    code: 'TOO_MANY_SUBSCRIPTIONS' | 'SUBSCRIPTIONS_FULL',
+    readonly limit: number,
+  ) {
+    super(
+      code,
+      code === 'TOO_MANY_SUBSCRIPTIONS'
+        ? `at most ${limit} live streams per actor may be open at once: close one first`
+        : `this instance holds its limit of ${limit} live streams: retry later or on another instance`,
+    );
+  }
+}

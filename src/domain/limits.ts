@@ -65,6 +65,22 @@ export const STATS_LIMITS = {
   maxUtcOffsetMinutes: 14 * 60,
 } as const;
 
+/**
+ * Live runs (Subscription.runEvents): how many streams may be open at once,
+ * and how a stream keeps itself honest. Refusals: TOO_MANY_SUBSCRIPTIONS (the
+ * actor's share is used up), SUBSCRIPTIONS_FULL (the process's).
+ */
+export const LIVE_LIMITS = {
+  /** Streams one actor may hold open on one instance. */
+  maxSubscriptionsPerActor: 100,
+  /** Streams one instance holds open for everyone together. */
+  maxSubscriptionsPerProcess: 2_000,
+  /** Steps read from the table per statement while a stream catches up. */
+  stepsPerRead: 100,
+  /** A stream re-reads its run at least this often, even when no notice came (one lost with a crashed writer). */
+  recheckMs: 15_000,
+} as const;
+
 /** What one GraphQL request may ask; each refusal has its own code (see graphql/errors.ts). */
 export const RequestLimits = {
   maxDepth: 12,

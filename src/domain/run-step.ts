@@ -3,7 +3,7 @@ import { Limits } from './limits.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import { isStepKind, type StepKind } from './step-kind.ts';
 import { isErrorOutcome, isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
-import { decodeWriteTarget, type JsonValue, type WriteTarget } from './tool-result.ts';
+import { decodeWriteTarget, FAILURE_CODE, type JsonValue, type WriteTarget } from './tool-result.ts';
 
 export type JsonObject = { [key: string]: JsonValue };
 
@@ -168,6 +168,18 @@ export class RunStep {
   /** The write target a stored row records: a tool_write row's, else none. */
   static writeTargetOf(record: { kind: string; metadata: Record<string, unknown> }): WriteTarget | null {
     return record.kind === 'tool_write' ? decodeWriteTarget(record.metadata.writeTarget) : null;
+  }
+
+  /** Why a stored tool step failed, as its stable code; null for any other step, or when it states none. */
+  static failureCodeOf(record: {
+    kind: string;
+    toolIsError: boolean | null;
+    toolOutcome: string | null;
+    metadata: Record<string, unknown>;
+  }): string | null {
+    if (statedOutcome(record.kind, record.toolIsError, record.toolOutcome) !== 'failed') return null;
+    const code = record.metadata.failureCode;
+    return typeof code === 'string' && FAILURE_CODE.test(code) ? code : null;
   }
 
   /** A stored row, read back through the same refusals a new step meets. */

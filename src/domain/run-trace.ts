@@ -14,6 +14,8 @@ export interface ToolCall {
   server: string | null;
   arguments: JsonValue;
   occurredAt?: Date;
+  /** How long opening the MCP session took, when this call opened it: start-up is not in durationMs. */
+  sessionStartMs?: number | null;
 }
 
 /** One thing to record, as a client asked for it. */
@@ -122,6 +124,9 @@ export class RunTrace {
         argumentsBytes: byteLength(argumentsJson),
         contentBytes: byteLength(result.content),
         artifactCount: result.artifacts.length,
+        // Why it failed is public; the server's own words stay in the payload.
+        ...(result.failureCode === null ? {} : { failureCode: result.failureCode }),
+        ...(call.sessionStartMs == null ? {} : { sessionStartMs: call.sessionStartMs }),
         ...repairFacts(repairs),
       },
     });

@@ -1,4 +1,4 @@
-import { type Locale, outcomeLabel } from './labels.ts';
+import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
 import { statedOutcome } from './stated-outcome.ts';
 import type { StepKind } from './step-kind.ts';
@@ -32,6 +32,8 @@ export const DETAIL_FACTS = [
   'artifactCount',
   'messageCount',
   'droppedCount',
+  'failureCode',
+  'sessionStartMs',
 ] as const;
 
 type DetailFacts = Partial<Record<(typeof DETAIL_FACTS)[number], string | number>>;
@@ -42,6 +44,8 @@ export interface DetailSource {
   server: string | null;
   toolName: string | null;
   writeTarget: WriteTarget | null;
+  /** The stated outcome: a failure code is shown on failed steps only. */
+  outcome: ToolOutcome | null;
   metadata: Readonly<Record<string, unknown>>;
 }
 
@@ -51,7 +55,6 @@ export interface TimelineSource extends DetailSource {
   occurredAt: Date;
   round: number;
   durationMs: number;
-  outcome: ToolOutcome | null;
 }
 
 /**
@@ -98,32 +101,51 @@ function allowedFacts(metadata: DetailSource['metadata']): DetailFacts {
   return facts;
 }
 
-function toolLine(step: DetailSource): string[] {
-  return [[step.server, step.toolName].filter(Boolean).join('/') || 'tool'];
+function toolLine(step: DetailSource, locale: Locale): string[] {
+  return [[step.server, step.toolName].filter(Boolean).join('/') || label(locale, 'runs.detail.tool')];
 }
 
-/** A short line of metadata about one step, in a fixed order. */
-export function detailLine(step: DetailSource): string {
+/** A short line of metadata about one step, in a fixed order, in the locale's words. */
+export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   const facts = allowedFacts(step.metadata);
   const parts: string[] = [];
-  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step));
+  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step, locale));
   if (step.kind === 'tool_write' && step.writeTarget) {
-    parts.push(`${step.writeTarget.kind} ${step.writeTarget.table}#${step.writeTarget.uid}`);
+    const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
+    parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
+  }
+  // The code is a stable name in every locale; only the words around it are translated.
+  if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
+    parts.push(label(locale, 'runs.detail.failure', { code: facts.failureCode }));
+  }
+  if (typeof facts.sessionStartMs === 'number') {
+    parts.push(label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
   }
   if (facts.model !== undefined) parts.push(String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
-    parts.push(`${facts.promptTokens ?? 0} in / ${facts.completionTokens ?? 0} out tokens`);
+    parts.push(
+      label(locale, 'runs.detail.tokens', { in: facts.promptTokens ?? 0, out: facts.completionTokens ?? 0 }),
+    );
   }
-  if (typeof facts.estimatedCost === 'number') parts.push(`$${facts.estimatedCost.toFixed(4)}`);
-  if (facts.finishReason !== undefined) parts.push(`finish: ${facts.finishReason}`);
-  if (facts.argumentsBytes !== undefined) parts.push(`args ${facts.argumentsBytes} B`);
-  if (facts.contentBytes !== undefined) parts.push(`result ${facts.contentBytes} B`);
+  if (typeof facts.estimatedCost === 'number') {
+    parts.push(label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
+  }
+  if (facts.finishReason !== undefined)
+    parts.push(label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
+  if (facts.argumentsBytes !== undefined) {
+    parts.push(label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
+  }
+  if (facts.contentBytes !== undefined)
+    parts.push(label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
   if (typeof facts.artifactCount === 'number' && facts.artifactCount > 0) {
-    parts.push(`${facts.artifactCount} artifact${facts.artifactCount === 1 ? '' : 's'}`);
+    const key = facts.artifactCount === 1 ? 'runs.detail.artifacts.one' : 'runs.detail.artifacts.other';
+    parts.push(label(locale, key, { count: facts.artifactCount }));
   }
-  if (facts.messageCount !== undefined) parts.push(`${facts.messageCount} messages`);
-  if (facts.droppedCount !== undefined) parts.push(`${facts.droppedCount} dropped`);
-  return parts.length > 0 ? parts.join(' · ') : step.kind;
+  if (facts.messageCount !== undefined)
+    parts.push(label(locale, 'runs.detail.messages', { count: facts.messageCount }));
+  if (facts.droppedCount !== undefined)
+    parts.push(label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
+  return parts.length > 0 ? parts.join(' · ') : label(locale, `runs.detail.kind.${step.kind}`);
 }
 
 export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
@@ -136,7 +158,7 @@ export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEnt
     durationMs: step.durationMs,
     outcome,
     outcomeLabel: outcome === null ? null : outcomeLabel(outcome, locale),
-    detail: detailLine(step),
+    detail: detailLine(step, locale),
   };
 }
 

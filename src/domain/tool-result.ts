@@ -1,3 +1,4 @@
+import { InvalidInputError } from './errors.ts';
 import { isErrorOutcome, ToolOutcome } from './tool-outcome.ts';
 
 /** A JSON value as stored: what an artifact may hold. */
@@ -28,6 +29,37 @@ export function decodeWriteTarget(value: unknown): WriteTarget | null {
   return { table, uid, kind };
 }
 
+/** Failure codes of the domain itself; transports bring their own (MCP_*). */
+export const ToolFailure = {
+  /** The tool answered with isError, or threw: the server and the transport worked. */
+  ToolError: 'TOOL_ERROR',
+} as const;
+
+/** A failure code: a stable name in upper case, at most 64 characters. */
+export const FAILURE_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
+
+/** The refusal of a failure code that is not one, or that comes with an outcome other than failed. */
+export const FailureCodeRefusal = {
+  Invalid: 'FAILURE_CODE_INVALID',
+  WithoutFailure: 'FAILURE_CODE_WITHOUT_FAILURE',
+} as const;
+
+/** A failure code as given: null when none; refused (FAILURE_CODE_INVALID) when not one. */
+export function checkFailureCode(
+  code: string | null | undefined,
+  field: string | null = null,
+): string | null {
+  if (code === null || code === undefined) return null;
+  if (!FAILURE_CODE.test(code)) {
+    throw new InvalidInputError(
+      FailureCodeRefusal.Invalid,
+      'a failure code is 1 to 64 characters: an upper-case letter, then upper-case letters, digits or _',
+      field,
+    );
+  }
+  return code;
+}
+
 /**
  * The result of one tool call. It holds one outcome; `isError` is derived from
  * it, so "cancelled but not an error" cannot be represented. Failed and
@@ -39,6 +71,8 @@ export class ToolResult {
     readonly content: string,
     readonly artifacts: readonly ToolArtifact[],
     readonly writeTarget: WriteTarget | null,
+    /** Why a failed call failed, as a stable code (TOOL_ERROR, MCP_*); null when not stated, and on ok and cancelled. */
+    readonly failureCode: string | null = null,
   ) {
     Object.freeze(this);
   }
@@ -51,8 +85,14 @@ export class ToolResult {
     return new ToolResult(ToolOutcome.Ok, content, Object.freeze([...artifacts]), writeTarget);
   }
 
-  static failed(content: string): ToolResult {
-    return new ToolResult(ToolOutcome.Failed, content, Object.freeze([]), null);
+  static failed(content: string, failureCode: string | null = null): ToolResult {
+    return new ToolResult(
+      ToolOutcome.Failed,
+      content,
+      Object.freeze([]),
+      null,
+      checkFailureCode(failureCode),
+    );
   }
 
   static cancelled(content: string): ToolResult {
@@ -69,12 +109,13 @@ export class ToolResult {
     content: string,
     artifacts: readonly ToolArtifact[] = [],
     writeTarget: WriteTarget | null = null,
+    failureCode: string | null = null,
   ): ToolResult {
     switch (outcome) {
       case ToolOutcome.Ok:
         return ToolResult.ok(content, artifacts, writeTarget);
       case ToolOutcome.Failed:
-        return ToolResult.failed(content);
+        return ToolResult.failed(content, failureCode);
       case ToolOutcome.Cancelled:
         return ToolResult.cancelled(content);
     }
@@ -92,6 +133,6 @@ export class ToolResult {
 
   /** The same result with other channels, through the fail-closed factory. */
   withChannels(content: string, artifacts: readonly ToolArtifact[]): ToolResult {
-    return ToolResult.of(this.outcome, content, artifacts, this.writeTarget);
+    return ToolResult.of(this.outcome, content, artifacts, this.writeTarget, this.failureCode);
   }
 }

@@ -5,6 +5,8 @@ import type { JsonValue } from '../domain/tool-result.ts';
 import type { Context } from './context.ts';
 import { decodeGlobalId, encodeGlobalId } from './ids.ts';
 
+const capitalised = (name: string) => `${name.charAt(0).toUpperCase()}${name.slice(1)}`;
+
 export const builder = new SchemaBuilder<{
   Context: Context;
   Scalars: {
@@ -16,7 +18,12 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
 }>({
   plugins: [ErrorsPlugin, RelayPlugin],
-  errors: { defaultTypes: [] },
+  errors: {
+    defaultTypes: [],
+    // Named after the mutation (StartRunResult, StartRunSuccess), as a client's generated types read best.
+    defaultUnionOptions: { name: ({ fieldName }) => `${capitalised(fieldName)}Result` },
+    defaultResultOptions: { name: ({ fieldName }) => `${capitalised(fieldName)}Success` },
+  },
   // Fields are non-null unless declared otherwise, so generated clients are exact.
   defaultFieldNullability: false,
   relay: {

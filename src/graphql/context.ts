@@ -4,6 +4,7 @@ import type { DatabaseHandle } from '../db/connection.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import type { Actor } from '../domain/permissions.ts';
 import type { McpDependencies } from '../ledger/mcp.ts';
+import type { RunEvents } from '../ledger/run-events.ts';
 import type { Scope } from '../ledger/scope.ts';
 import { databaseUnavailable, ErrorCode } from './errors.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
@@ -15,6 +16,8 @@ export interface Context extends Scope {
   actor: Actor;
   /** The operator's MCP settings and the tool calls on the wire in this process. */
   mcp: McpDependencies;
+  /** Live runs: where writes announce their changes, and streams listen. */
+  events: RunEvents;
 }
 
 function unauthenticated(message: string): GraphQLError {
@@ -42,11 +45,24 @@ export async function authenticate(handle: DatabaseHandle, request: Request): Pr
   return actor;
 }
 
+/** Each request's key is looked up once, whoever asks first (trusted documents, then the context). */
+const actors = new WeakMap<Request, Promise<Actor>>();
+
+export function actorOf(handle: DatabaseHandle, request: Request): Promise<Actor> {
+  let actor = actors.get(request);
+  if (!actor) {
+    actor = authenticate(handle, request);
+    actors.set(request, actor);
+  }
+  return actor;
+}
+
 export async function createContext(
   handle: DatabaseHandle,
   request: Request,
   mcp: McpDependencies,
+  events: RunEvents,
 ): Promise<Context> {
-  const actor = await authenticate(handle, request);
-  return { db: handle.db, loaders: createLoaders({ db: handle.db, actor }), actor, mcp };
+  const actor = await actorOf(handle, request);
+  return { db: handle.db, loaders: createLoaders({ db: handle.db, actor }), actor, mcp, events };
 }

@@ -50,6 +50,15 @@ export function badUserInput(message: string, field?: string): GraphQLError {
   });
 }
 
+/** A cursor handed back to a list with another filter or order than the one that made it. */
+export const CURSOR_FILTER_MISMATCH = 'CURSOR_FILTER_MISMATCH';
+
+export function cursorFilterMismatch(): GraphQLError {
+  return new GraphQLError('after is a cursor of this list under another filter; start again without it', {
+    extensions: { code: ErrorCode.BadUserInput, field: 'after', reason: CURSOR_FILTER_MISMATCH },
+  });
+}
+
 function rebuilt(error: GraphQLError, message: string, extensions: GraphQLError['extensions']): GraphQLError {
   return new GraphQLError(message, {
     nodes: error.nodes,
@@ -144,6 +153,16 @@ function fromDomainError(error: GraphQLError): GraphQLError {
 
 export function useStableErrorCodes(production: boolean): Plugin {
   return {
+    // A subscription's refusals come before its first event (RUN_NOT_FOUND, a limit): the same codes.
+    onSubscribe: () => ({
+      onSubscribeResult: ({ result, setResult }) => {
+        if (!isExecutionResult(result) || !result.errors?.length) return;
+        setResult({
+          ...result,
+          errors: result.errors.map((error) => fromDomainError(error as GraphQLError)),
+        });
+      },
+    }),
     // Runs before yoga's masking (user plugins come first): domain refusals are answered, not masked.
     onExecute: () => ({
       onExecuteDone: ({ result, setResult }) => {

@@ -1,8 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { RunPosition } from '../db/runs.ts';
 import { parseDateTime } from '../domain/date-time.ts';
 import { Limits } from '../domain/limits.ts';
 import { isUuid } from '../domain/uuid.ts';
-import { badUserInput } from './errors.ts';
+import { badUserInput, cursorFilterMismatch } from './errors.ts';
 
 /**
  * Every identifier a client hands back, read in one place: run uuids in
@@ -41,22 +42,75 @@ export function decodeGlobalId(globalID: string): { typename: string; id: string
   return { typename, id };
 }
 
-/** Cursors are opaque to clients: a kind and a JSON value, base64url-encoded. */
-export function encodeCursor(kind: string, value: unknown): string {
-  return Buffer.from(JSON.stringify([kind, value])).toString('base64url');
+/**
+ * Cursors are opaque to clients: a kind, a JSON value and the hash of the
+ * filter and order of the list that made it, base64url-encoded. A cursor is
+ * a position in one list: under another filter it would silently skip or
+ * repeat rows, so it is refused there.
+ */
+export function encodeCursor(kind: string, value: unknown, listHash: string): string {
+  return Buffer.from(JSON.stringify([kind, value, listHash])).toString('base64url');
 }
 
-export function decodeCursor<T>(kind: string, cursor: string, isValue: (value: unknown) => value is T): T {
+export function decodeCursor<T>(
+  kind: string,
+  cursor: string,
+  isValue: (value: unknown) => value is T,
+  listHash: string,
+): T {
+  let decoded: unknown;
   try {
-    const decoded: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(decoded) && decoded.length === 2 && decoded[0] === kind && isValue(decoded[1])) {
-      return decoded[1];
-    }
+    decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
-    // fall through to the refusal
+    decoded = null;
+  }
+  if (Array.isArray(decoded) && decoded.length === 3 && decoded[0] === kind && isValue(decoded[1])) {
+    if (decoded[2] !== listHash) throw cursorFilterMismatch();
+    return decoded[1];
   }
   throw badUserInput('after is not a cursor of this list', 'after');
 }
+
+/** Lists as sets: order and repeats do not change what a filter selects. */
+function asSet(values: readonly string[] | null | undefined): string[] | null {
+  return values?.length ? [...new Set(values)].sort() : null;
+}
+
+/** The hash a cursor carries: what a list selects and in what order, in a canonical form. */
+export function listHash(
+  order: string,
+  filter: Record<string, readonly string[] | Date | string | null | undefined>,
+): string {
+  const canonical = Object.entries(filter)
+    .map(([name, value]): [string, unknown] => [
+      name,
+      value instanceof Date ? value.toISOString() : Array.isArray(value) ? asSet(value) : (value ?? null),
+    ])
+    .filter(([, value]) => value !== null)
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+  return createHash('sha256')
+    .update(JSON.stringify([order, canonical]))
+    .digest('base64url')
+    .slice(0, 16);
+}
+
+/** The order of a run's steps and of the run list, which their cursors are bound to with the filter. */
+const STEP_ORDER = 'sequence asc';
+const RUN_ORDER = 'createdAt desc, id desc';
+
+export const stepListHash = (filter: {
+  kinds?: readonly string[] | null;
+  outcomes?: readonly string[] | null;
+}) => listHash(STEP_ORDER, filter);
+
+export const runListHash = (filter: {
+  statuses?: readonly string[] | null;
+  configurations?: readonly string[] | null;
+  owners?: readonly string[] | null;
+  createdAfter?: Date | null;
+  createdBefore?: Date | null;
+  hasToolOutcome?: string | null;
+}) => listHash(RUN_ORDER, filter);
 
 /** The steps of a run: after this sequence. */
 export const STEP_CURSOR = 'step';

@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
+import { countRuns, findRunsByIds, findRunsByUuids, type RunFilter, type RunRow } from '../db/runs.ts';
 import {
   findStepsByIds,
   payloadsOfSteps,
@@ -54,6 +54,11 @@ export function createLoaders(scope: Scope) {
       return uuids.map((uuid) => visible(rows.get(uuid)));
     }),
     runById,
+    /** Runs a filter selects, under the visibility already applied to it: one count per filter. */
+    runCount: new DataLoader<RunFilter, number, string>(
+      (filters) => Promise.all(filters.map((filter) => countRuns(db, filter))),
+      { cacheKeyFn: (filter) => JSON.stringify(filter) },
+    ),
     stepById: new DataLoader<number, StepMetaRow | null>(async (ids) => {
       const rows = byKey(await findStepsByIds(db, ids), (r) => r.id);
       return Promise.all(

@@ -12,6 +12,8 @@ import './types/errors.ts';
 import './types/recording.ts';
 import './types/outcome-stats.ts';
 import './types/mcp-server.ts';
+import './types/viewer.ts';
+import './types/live.ts';
 
 export const schema = builder.toSchema();
 

@@ -18,7 +18,7 @@ export interface CallToolInput {
   runUuid: string;
   /** The identifier of a registered server. */
   server: string;
-  tool: string;
+  toolName: string;
   arguments?: JsonValue | null;
   timeoutMs: number;
   round: number;
@@ -27,7 +27,7 @@ export interface CallToolInput {
 /** The input's field for each fact of the call, as callTool names them. */
 const CALL_TOOL_FIELDS: Record<keyof ToolCallFacts, string> = {
   round: 'round',
-  toolName: 'tool',
+  toolName: 'toolName',
   server: 'server',
   arguments: 'arguments',
 };
@@ -40,7 +40,7 @@ function checkedCall(input: CallToolInput) {
     throw new InvalidInputError('VALUE_INVALID', 'arguments must be a JSON object', 'arguments');
   }
   const facts = checkToolCallFacts(
-    { round: input.round, toolName: input.tool, server: input.server, arguments: args },
+    { round: input.round, toolName: input.toolName, server: input.server, arguments: args },
     (name) => CALL_TOOL_FIELDS[name],
     Limits.shortNameLength,
   );
@@ -59,9 +59,10 @@ function checkedCall(input: CallToolInput) {
  * records the step. The story of SPEC 6, top to bottom:
  *
  * 1. who may do it: record permission, the actor's own run, a run not ended;
- * 2. the adapter (src/mcp) makes one call and hands back a domain `ToolResult`:
- *    ok, failed (an isError answer, a transport fault, the deadline) or
- *    cancelled (the run was cancelled while the call was on the wire);
+ * 2. the adapter (src/mcp) makes one call on the server's session and hands
+ *    back a domain `ToolResult`: ok, failed with its code (TOOL_ERROR for an
+ *    isError answer, an MCP_* transport fault, the deadline) or cancelled
+ *    (the run was cancelled while the call was on the wire);
  * 3. RunTrace bounds the result (bounding.ts) and builds the RunStep, isError
  *    derived from the outcome;
  * 4. the repository stores it, in the transaction that numbers it.
@@ -79,22 +80,42 @@ export async function callTool(
   const call = checkedCall(input);
   const server = await findMcpServer(db, call.server);
   if (!server) throw serverNotFound(call.server);
-  const [run] = await findRunsByUuids(db, [call.runUuid]);
-  if (!run || !canRecordIntoRunOf(actor, run.owner)) throw new RunNotFoundError(call.runUuid);
-  checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
+  const [found] = await findRunsByUuids(db, [call.runUuid]);
+  if (!found || !canRecordIntoRunOf(actor, found.owner)) throw new RunNotFoundError(call.runUuid);
+  // In flight, for live streams on every instance, from before the status is read until the step is
+  // stored: a stream of the run ends only once no call is left that could still add a step.
+  const release = await scope.events?.holdCall(found.id);
+  try {
+    const [run] = release ? await findRunsByUuids(db, [call.runUuid]) : [found];
+    if (!run) throw new RunNotFoundError(call.runUuid);
+    checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
 
-  // 2. The adapter's answer, already a domain result.
-  const attempt = await callOnTheWire(mcp, server, call);
-  if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
+    // 2. The adapter's answer, already a domain result.
+    const attempt = await callOnTheWire(mcp, server, call);
+    if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
 
-  // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
-  return recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
-    {
-      type: 'toolResult',
-      call: { ...call.facts, server: server.identifier, durationMs: attempt.latencyMs, occurredAt: now },
-      result: attempt.result,
-    },
-  ]);
+    // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
+    return await recordPermitted(scope, { runUuid: call.runUuid }, { runUuid: call.runUuid }, (now) => [
+      {
+        type: 'toolResult',
+        call: {
+          ...call.facts,
+          server: server.identifier,
+          // The call's own time; opening the session, when this call did, is stated apart.
+          durationMs: attempt.latencyMs,
+          sessionStartMs: attempt.sessionStartMs,
+          occurredAt: now,
+        },
+        result: attempt.result,
+      },
+    ]);
+  } finally {
+    if (release) {
+      await release();
+      // A stream waiting for this call to let go looks again.
+      await scope.events?.runChanged(call.runUuid);
+    }
+  }
 }
 
 /** One call, registered as in flight for its run while it lasts, so that a cancel of the run cuts it off. */
@@ -108,7 +129,6 @@ async function callOnTheWire(
     return await mcp.callTool(server, call.facts.toolName, call.arguments, {
       signal: controller.signal,
       timeoutMs: call.timeoutMs,
-      policy: mcp.policy,
     });
   } finally {
     mcp.inFlight.end(call.runUuid, controller);

@@ -40,27 +40,30 @@ export function endRun(db: Database, ending: RunEnding): Promise<RunRow> {
 }
 
 /** The actor finishes one of its own runs. */
-export function finishRun(
-  { db, actor }: Scope,
+export async function finishRun(
+  { db, actor, events }: Scope,
   input: { uuid: string; status: RunStatus; terminationReason: TerminationReason },
 ): Promise<RunRow> {
   requirePermission(actor, 'record');
-  return endRun(db, {
+  const run = await endRun(db, {
     runUuid: checkUuid(input.uuid, 'uuid'),
     status: input.status,
     reason: input.terminationReason,
     mayEnd: (owner) => canRecordIntoRunOf(actor, owner),
   });
+  await events?.runChanged(run.uuid);
+  return run;
 }
 
 /**
  * An operator's cancel: the run ends `cancelled`, then the calls still on the
- * wire for it are cut off. The run is cancelled first, so that the cut-off
- * calls find it so when they record their steps (which a cancelled run still
- * takes from calls started before it ended).
+ * wire for it are cut off, here and (through the notice) on every other
+ * instance. The run is cancelled first, so that the cut-off calls find it so
+ * when they record their steps (which a cancelled run still takes from calls
+ * started before it ended).
  */
 export async function cancelRun(
-  { db, actor }: Scope,
+  { db, actor, events }: Scope,
   input: { uuid: string },
   inFlight: { abortCallsOf(runUuid: string): number },
 ): Promise<RunRow> {
@@ -72,5 +75,7 @@ export async function cancelRun(
     mayEnd: (owner) => canCancelRunOf(actor, owner),
   });
   inFlight.abortCallsOf(run.uuid);
+  await events?.runCancelled(run.uuid);
+  await events?.runChanged(run.uuid);
   return run;
 }

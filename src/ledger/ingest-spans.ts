@@ -240,7 +240,7 @@ async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: D
  * stored before (a retried export) is counted and not written again.
  */
 export async function ingestSpans(
-  { db, actor }: Scope,
+  { db, actor, events }: Scope,
   spans: readonly IngestedSpan[],
 ): Promise<IngestResult> {
   requirePermission(actor, 'record');
@@ -262,6 +262,8 @@ export async function ingestSpans(
     let outcome: GroupOutcome;
     try {
       outcome = await ingestGroup(db, actor.name, group, now);
+      // Committed: live streams of the run read it now.
+      if (outcome.stored > 0) await events?.runChanged(group.uuid);
     } catch (error) {
       // A refusal of the whole group (a run's token total past its limit): its spans are reported, nothing of it written.
       const refusal = refusalOf(error);

@@ -59,14 +59,33 @@ export function registerServer(
   return saveServer(scope, input, policy, insertMcpServer, alreadyRegistered);
 }
 
-export function updateServer(scope: Scope, input: McpServerInput, policy: McpPolicy): Promise<McpServerRow> {
-  return saveServer(scope, input, policy, updateMcpServer, serverNotFound);
+/** The sessions of this process, which a changed or removed server's session leaves. */
+export interface ServerSessions {
+  retireServer(identifier: string): void;
 }
 
-export async function removeServer({ db, actor }: Scope, identifier: string): Promise<McpServerRow> {
+/** A changed server's session (process, HTTP session) is closed once its calls end; the next call opens one anew. */
+export async function updateServer(
+  scope: Scope,
+  input: McpServerInput,
+  policy: McpPolicy,
+  sessions: ServerSessions,
+): Promise<McpServerRow> {
+  const row = await saveServer(scope, input, policy, updateMcpServer, serverNotFound);
+  sessions.retireServer(row.identifier);
+  return row;
+}
+
+/** A removed server's session is closed once its calls end. */
+export async function removeServer(
+  { db, actor }: Scope,
+  identifier: string,
+  sessions: ServerSessions,
+): Promise<McpServerRow> {
   requirePermission(actor, 'manage_servers');
   const row = await deleteMcpServer(db, checkName(identifier, 'identifier', Limits.shortNameLength));
   if (!row) throw serverNotFound(identifier);
+  sessions.retireServer(row.identifier);
   return row;
 }
 
@@ -74,4 +93,18 @@ export async function removeServer({ db, actor }: Scope, identifier: string): Pr
 export function listServers({ db, actor }: Scope): Promise<McpServerRow[]> {
   if (!canListServers(actor)) requirePermission(actor, 'read_own_runs');
   return listMcpServers(db);
+}
+
+/**
+ * Servers by identifier (node(id)), in the order asked: null for an unknown
+ * one, and for every one when the actor may not list servers.
+ */
+export async function findServers(
+  { db, actor }: Scope,
+  identifiers: readonly string[],
+): Promise<Array<McpServerRow | null>> {
+  if (!canListServers(actor) || identifiers.length === 0) return identifiers.map(() => null);
+  // Servers are few (an operator registers them): one statement reads them all.
+  const rows = new Map((await listMcpServers(db)).map((row) => [row.identifier, row]));
+  return identifiers.map((identifier) => rows.get(identifier) ?? null);
 }

@@ -81,8 +81,35 @@ async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<Out
   });
 }
 
-/** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
-export function toolOutcomeStats(scope: Scope, request: OutcomeStatsRequest, now = new Date()) {
+/** Groups, and whether `first` left some out. */
+export interface OutcomeStatsPage {
+  groups: OutcomeGroup[];
+  truncated: boolean;
+}
+
+const groupKeyOf = (group: OutcomeGroup) =>
+  JSON.stringify([group.server, group.toolName, group.configuration, group.owner]);
+
+/**
+ * Tool calls grouped by any of server, tool, configuration and owner,
+ * optionally by time bucket. One group more than `first` is asked for: its
+ * presence says the list was cut (a group's bucket rows come together).
+ */
+export async function toolOutcomeStats(
+  scope: Scope,
+  request: OutcomeStatsRequest,
+  now = new Date(),
+): Promise<OutcomeStatsPage> {
+  const first = checkInteger(request.first, 'first', 0, STATS_LIMITS.maxGroups);
+  const rows = await outcomeGroupsOf(scope, { ...request, first: first + 1 }, now);
+  const keys = new Set(rows.map(groupKeyOf));
+  if (keys.size <= first) return { groups: rows, truncated: false };
+  const extra = rows.at(-1);
+  const extraKey = extra ? groupKeyOf(extra) : null;
+  return { groups: rows.filter((row) => groupKeyOf(row) !== extraKey), truncated: true };
+}
+
+function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) {
   const filter = request.filter ?? {};
   const range = statsRange(filter.occurredAfter, filter.occurredBefore, now);
   const spec = request.bucket ? bucketSpec(request.bucket, checkUtcOffset(request.utcOffsetMinutes)) : null;
@@ -94,7 +121,7 @@ export function toolOutcomeStats(scope: Scope, request: OutcomeStatsRequest, now
     filter,
     orderBy: request.orderBy?.field ?? 'key',
     descending: (request.orderBy?.direction ?? 'asc') === 'desc',
-    first: checkInteger(request.first, 'first', 0, STATS_LIMITS.maxGroups),
+    first: request.first,
     minCalls: checkInteger(request.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
     durations: request.durations,
   });

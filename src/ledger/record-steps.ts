@@ -120,8 +120,8 @@ export function recordSteps(
 }
 
 /** `recordSteps` once the record permission has been checked (callTool checks it before the call). */
-export function recordPermitted(
-  { db, actor }: Scope,
+export async function recordPermitted(
+  { db, actor, events }: Scope,
   target: RecordTarget,
   request: unknown,
   commands: (now: Date) => StepCommand[],
@@ -131,7 +131,7 @@ export function recordPermitted(
   if (key !== null) checkName(key, 'idempotencyKey', Limits.idempotencyKeyLength);
   const now = new Date();
   const built = commands(now);
-  return appendSteps(db, {
+  const result = await appendSteps(db, {
     runUuid,
     mayWriteTo: (owner) => canRecordIntoRunOf(actor, owner),
     idempotencyKey: key,
@@ -141,6 +141,10 @@ export function recordPermitted(
       for (const command of built) trace.apply(command);
     },
   });
+  // Committed: live streams on every instance may read it now. A replay stored nothing new.
+  const lastStep = result.steps.at(-1);
+  if (events && !result.replayed && lastStep) await events.runChanged(runUuid, lastStep.sequence);
+  return result;
 }
 
 /** The fields of a step request that are not the request itself. */

@@ -11,7 +11,14 @@ import type { JsonObject } from '../domain/run-step.ts';
 import { type PlainStep, type StepCommand, type ToolCall, toolStepNeedsResult } from '../domain/run-trace.ts';
 import type { StepKind } from '../domain/step-kind.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
-import { type JsonValue, type ToolArtifact, ToolResult, type WriteKind } from '../domain/tool-result.ts';
+import {
+  checkFailureCode,
+  FailureCodeRefusal,
+  type JsonValue,
+  type ToolArtifact,
+  ToolResult,
+  type WriteKind,
+} from '../domain/tool-result.ts';
 
 /**
  * Every step input, checked by one set of rules whatever the entry point
@@ -35,6 +42,8 @@ export interface ToolResultInput {
   outcome: ToolOutcome;
   artifacts?: Array<{ title: string; type: 'text' | 'json'; content?: JsonValue }> | null;
   writeTarget?: { table: string; uid: string; kind: WriteKind } | null;
+  /** Why a failed call failed; only with outcome failed. */
+  failureCode?: string | null;
 }
 
 export interface ModelFactsInput {
@@ -127,7 +136,15 @@ export function toolResult(input: ToolResultInput, prefix = ''): ToolResult {
         kind: input.writeTarget.kind,
       }
     : null;
-  return ToolResult.of(input.outcome, input.content, artifacts, target);
+  const failureCode = checkFailureCode(input.failureCode, `${prefix}result.failureCode`);
+  if (failureCode !== null && input.outcome !== 'failed') {
+    throw new InvalidInputError(
+      FailureCodeRefusal.WithoutFailure,
+      'a failure code goes with outcome FAILED only',
+      `${prefix}result.failureCode`,
+    );
+  }
+  return ToolResult.of(input.outcome, input.content, artifacts, target, failureCode);
 }
 
 function modelFacts(input: PlainStepInput, prefix: string): JsonObject {

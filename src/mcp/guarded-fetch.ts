@@ -1,4 +1,5 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import { setMaxListeners } from 'node:events';
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
@@ -9,7 +10,7 @@ import { bareHost, type McpPolicy, normaliseAddress } from './outbound-policy.ts
 import { McpTransportError } from './transport-error.ts';
 
 /**
- * A fetch that connects only where the policy allows, for one MCP call.
+ * A fetch that connects only where the policy allows, for one MCP session.
  * Every request opens its own connection (no keep-alive agent), and that
  * connection's DNS lookup is the one checked: the addresses the policy
  * accepted are the addresses the socket is given, so a name cannot resolve
@@ -21,7 +22,14 @@ export class GuardedFetch {
   /** The first refusal, kept: the SDK may wrap the error it sees. */
   refusal: McpTransportError | null = null;
 
-  constructor(private readonly policy: McpPolicy) {}
+  /**
+   * `onBrokenStream`: called when an answer to a POST ends before it is complete (the server died or
+   * cut the stream): the SDK would wait for the rest, or reconnect, while the call hangs.
+   */
+  constructor(
+    private readonly policy: McpPolicy,
+    private readonly onBrokenStream: () => void = () => {},
+  ) {}
 
   readonly fetch: FetchLike = async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : input);
@@ -37,6 +45,8 @@ export class GuardedFetch {
     if (body !== undefined && typeof body !== 'string') {
       throw McpTransportError.transportFailure('a request body that is not text');
     }
+    // The SDK gives every request of a session one signal; each open answer stream listens to it.
+    if (init.signal) setMaxListeners(0, init.signal);
     const options: RequestOptions = {
       method: init.method ?? 'GET',
       headers: Object.fromEntries(new Headers(init.headers)),
@@ -46,7 +56,14 @@ export class GuardedFetch {
     };
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise<Response>((resolve, reject) => {
-      const request = send(url, options, (response) => resolve(asResponse(response, options.method)));
+      const request = send(url, options, (response) => {
+        if (options.method === 'POST') {
+          response.once('close', () => {
+            if (!response.complete) this.onBrokenStream();
+          });
+        }
+        resolve(asResponse(response, options.method));
+      });
       request.on('error', (error) => reject(this.refusal ?? error));
       request.end(body);
     });

@@ -9,6 +9,8 @@ export const McpFault = {
   UnsupportedContentType: 'MCP_UNSUPPORTED_CONTENT_TYPE',
   MissingCredential: 'MCP_MISSING_CREDENTIAL',
   DeadlineExhausted: 'MCP_DEADLINE_EXHAUSTED',
+  /** The server was alive but answered nothing, not even a ping, while a call waited. */
+  ServerUnresponsive: 'MCP_SERVER_UNRESPONSIVE',
   CallCancelled: 'MCP_CALL_CANCELLED',
 } as const;
 
@@ -59,22 +61,45 @@ export class McpTransportError extends Error {
     return new McpTransportError(McpFault.TransportFailure, `transport failure: ${clipRemoteText(detail)}`);
   }
 
+  /** The server went away while calls waited: its process exited, or it closed the stream or connection. */
+  static serverGone(how: string): McpTransportError {
+    return new McpTransportError(McpFault.TransportFailure, `the server ${clipRemoteText(how)}`);
+  }
+
+  static serverUnresponsive(waitedMs: number): McpTransportError {
+    return new McpTransportError(
+      McpFault.ServerUnresponsive,
+      `the server stopped answering: no message, not even to a ping, for ${waitedMs} ms`,
+    );
+  }
+
   static httpStatus(status: number, body: string): McpTransportError {
-    return new McpTransportError(McpFault.HttpStatus, `HTTP ${status}: ${clipRemoteText(body)}`);
+    const text = clipRemoteText(body);
+    return new McpTransportError(McpFault.HttpStatus, `HTTP ${status}${text ? `: ${text}` : ''}`);
   }
 
   static malformedResponse(detail: string): McpTransportError {
     return new McpTransportError(McpFault.MalformedResponse, `malformed response: ${clipRemoteText(detail)}`);
   }
 
+  /** A JSON-RPC error answer; the SDK's own `MCP error <code>: ` prefixes are dropped, however many. */
   static rpcError(code: number, message: string): McpTransportError {
-    return new McpTransportError(McpFault.RpcError, `JSON-RPC error ${code}: ${clipRemoteText(message)}`);
+    const bare = message.replace(/^(?:MCP error -?\d+: )+/, '');
+    return new McpTransportError(McpFault.RpcError, `JSON-RPC error ${code}: ${clipRemoteText(bare)}`);
   }
 
   static unsupportedContentType(contentType: string): McpTransportError {
     return new McpTransportError(
       McpFault.UnsupportedContentType,
-      `unsupported content type ${clipRemoteText(contentType)}`,
+      `the server answered with the unsupported content type ${clipRemoteText(contentType) || '(none)'}`,
+    );
+  }
+
+  /** The server refused the credential sent (HTTP 401 or 403). */
+  static refusedCredential(status: number): McpTransportError {
+    return new McpTransportError(
+      McpFault.MissingCredential,
+      `the server refused the credential (HTTP ${status})`,
     );
   }
 

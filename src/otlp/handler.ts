@@ -6,6 +6,7 @@ import { isDatabaseUnavailable } from '../db/faults.ts';
 import { OtlpLimits } from '../domain/limits.ts';
 import { can } from '../domain/permissions.ts';
 import { type IngestResult, ingestSpans } from '../ledger/ingest-spans.ts';
+import type { RunEvents } from '../ledger/run-events.ts';
 import type { Logger } from '../log.ts';
 import { decodeJson, decodeProtobuf, MalformedExportError, messages } from './decode.ts';
 import { mapSpans } from './mapping.ts';
@@ -176,7 +177,12 @@ async function inflated(request: Request, body: Uint8Array): Promise<Uint8Array>
   }
 }
 
-async function handle(database: DatabaseHandle, request: Request, encoding: Encoding): Promise<Response> {
+async function handle(
+  database: DatabaseHandle,
+  request: Request,
+  encoding: Encoding,
+  events: RunEvents | undefined,
+): Promise<Response> {
   const key = presentedKey(request);
   const actor = key === null ? null : await actorForKey(database.db, key);
   if (!actor) {
@@ -205,7 +211,7 @@ async function handle(database: DatabaseHandle, request: Request, encoding: Enco
   }
   if (received.length > OtlpLimits.maxSpans)
     throw tooLarge(`the request holds over ${OtlpLimits.maxSpans} spans`);
-  const result = await ingestSpans({ db: database.db, actor }, mapSpans(received));
+  const result = await ingestSpans({ db: database.db, actor, events }, mapSpans(received));
   return exportResponse(result, encoding);
 }
 
@@ -213,6 +219,8 @@ async function handle(database: DatabaseHandle, request: Request, encoding: Enco
 export function createOtlpHandler(
   database: DatabaseHandle,
   log?: Logger,
+  /** Where ingested steps are announced to live streams. */
+  events?: RunEvents,
 ): (request: Request) => Promise<Response> {
   return async (request) => {
     const encoding = encodingOf(request);
@@ -230,7 +238,7 @@ export function createOtlpHandler(
           'send application/x-protobuf or application/json',
         );
       }
-      return await handle(database, request, encoding);
+      return await handle(database, request, encoding, events);
     } catch (error) {
       if (error instanceof Refusal) return statusResponse(error, encoding ?? 'json');
       if (isDatabaseUnavailable(error)) {

@@ -2,6 +2,7 @@ import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import { TRUNCATION_MARKER } from '../../src/domain/bounding.ts';
+import { encodeCursor, stepListHash } from '../../src/graphql/ids.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 import { internals, type Listening, listen } from '../support/http.ts';
@@ -31,7 +32,7 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     const started = await post(
       JSON.stringify({
         query:
-          'mutation { startRun(input: { configuration: "bad-input" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+          'mutation { startRun(input: { configuration: "bad-input" }) { ... on StartRunSuccess { data { uuid } } } }',
       }),
     );
     const startRun = started.body.data?.startRun as { data: { uuid: string } } | undefined;
@@ -110,7 +111,7 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     ],
     [
       'an invalid enum value',
-      () => query('{ runs(filter: { status: [PAUSED] }) { edges { cursor } } }'),
+      () => query('{ runs(filter: { statuses: [PAUSED] }) { edges { cursor } } }'),
       200,
       'GRAPHQL_VALIDATION_FAILED',
     ],
@@ -137,7 +138,7 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
           'query ($u: String!, $a: String!) { run(uuid: $u) { steps(after: $a) { edges { cursor } } } }',
           {
             u: runUuid,
-            a: Buffer.from(JSON.stringify(['step', Number.MAX_SAFE_INTEGER])).toString('base64url'),
+            a: encodeCursor('step', Number.MAX_SAFE_INTEGER, stepListHash({})),
           },
         ),
       200,
@@ -145,14 +146,16 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     ],
     [
       'the global id of a type that is not a node',
-      () => query(`{ node(id: "${Buffer.from('McpServer:x').toString('base64url')}") { id } }`),
+      () => query(`{ node(id: "${Buffer.from('OutcomeCounts:x').toString('base64url')}") { id } }`),
       200,
       'BAD_USER_INPUT',
     ],
     [
       'a filter value holding U+0000',
       () =>
-        query('query ($v: String!) { runs(filter: { owner: [$v] }) { edges { cursor } } }', { v: 'a\u0000' }),
+        query('query ($v: String!) { runs(filter: { owners: [$v] }) { edges { cursor } } }', {
+          v: 'a\u0000',
+        }),
       200,
       'BAD_USER_INPUT',
     ],
@@ -190,7 +193,7 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     const answer = await post(
       query(
         `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) {
-          __typename ... on MutationRecordToolResultSuccess { data { steps { sequence outcome } } } } }`,
+          __typename ... on RecordedStepsSuccess { data { steps { sequence outcome } } } } }`,
         { input: { runUuid, round: 1, durationMs: 10, toolName, server: 'fs', ...extra } },
       ),
     );
@@ -207,7 +210,7 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     });
     expect(answer.status).toBe(200);
     expect(answer.body.data?.recordToolResult).toMatchObject({
-      __typename: 'MutationRecordToolResultSuccess',
+      __typename: 'RecordedStepsSuccess',
     });
     const content = String(stored?.payload.content);
     expect(content.length).toBe(50_000 + TRUNCATION_MARKER.length);

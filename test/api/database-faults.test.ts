@@ -11,9 +11,9 @@ import { post, type Running, startService } from '../support/service.ts';
  */
 const onPostgres = backendNames.includes('postgres');
 
-const START = `mutation { startRun(input: { configuration: "faults" }) { ... on MutationStartRunSuccess { data { uuid } } } }`;
+const START = `mutation { startRun(input: { configuration: "faults" }) { ... on StartRunSuccess { data { uuid } } } }`;
 const RECORD_STEPS = `mutation ($input: RecordStepsInput!) {
-  recordSteps(input: $input) { __typename ... on MutationRecordStepsSuccess { data { steps { sequence } } } }
+  recordSteps(input: $input) { __typename ... on RecordedStepsSuccess { data { steps { sequence } } } }
 }`;
 const RUNS = '{ runs(first: 1) { edges { cursor } } }';
 
@@ -112,7 +112,7 @@ describe.runIf(onPostgres)('a backend terminated under the service (postgres)', 
 
     const again = await post(running.url, key, RECORD_STEPS, { input: batch(runUuid, 1_000) });
     expect(again.status).toBe(200);
-    expect(again.body.data).toMatchObject({ recordSteps: { __typename: 'MutationRecordStepsSuccess' } });
+    expect(again.body.data).toMatchObject({ recordSteps: { __typename: 'RecordedStepsSuccess' } });
     expect(await stepCount(url, runUuid)).toBe(1_000);
   });
 
@@ -224,7 +224,7 @@ describe.runIf(onPostgres)('PostgreSQL down, restarted and hung (a private clust
     cluster.start();
     await expectRecovered(running);
     const recorded = await post(running.url, key, RECORD_STEPS, { input: batch(runUuid, 10) });
-    expect(recorded.body.data).toMatchObject({ recordSteps: { __typename: 'MutationRecordStepsSuccess' } });
+    expect(recorded.body.data).toMatchObject({ recordSteps: { __typename: 'RecordedStepsSuccess' } });
   });
 
   it('answers 503 within its timeouts while PostgreSQL hangs, and recovers when it answers again', async () => {

@@ -33,7 +33,7 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
   const startRun = async (owner = 'alice') =>
     (
       await api.query<{ startRun: { data: { uuid: string } } }>(
-        'mutation { startRun(input: { configuration: "rules" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        'mutation { startRun(input: { configuration: "rules" }) { ... on StartRunSuccess { data { uuid } } } }',
         {},
         { actor: owner },
       )
@@ -74,7 +74,7 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
       const contactBefore = await lastContact();
       const result = await api.query<{ callTool: Record<string, unknown> }>(
         `mutation ($input: CallToolInput!) { callTool(input: $input) { ${refusal} } }`,
-        { input: { runUuid: run, server: SERVER, tool: 'echo', arguments: { text: 'x' }, round } },
+        { input: { runUuid: run, server: SERVER, toolName: 'echo', arguments: { text: 'x' }, round } },
       );
       expect(result.data?.callTool).toEqual({
         __typename: 'InvalidInputError',
@@ -117,9 +117,9 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
     const run = await startRun();
     const result = await api.query<{ callTool: { __typename: string } }>(
       'mutation ($input: CallToolInput!) { callTool(input: $input) { __typename } }',
-      { input: { runUuid: run, server: SERVER, tool: 'echo', arguments: { text: 'x' }, round: 100_000 } },
+      { input: { runUuid: run, server: SERVER, toolName: 'echo', arguments: { text: 'x' }, round: 100_000 } },
     );
-    expect(result.data?.callTool.__typename).toBe('MutationCallToolSuccess');
+    expect(result.data?.callTool.__typename).toBe('RecordedStepsSuccess');
     expect((await runRow(run))?.rounds).toBe(100_000);
   });
 
@@ -142,7 +142,7 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
         { u: own },
         { actor: 'olga', permissions: ['cancel_own_runs'] },
       );
-      expect(cancelled.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+      expect(cancelled.data?.cancelRun.__typename).toBe('CancelRunSuccess');
       expect((await runRow(own))?.status).toBe('cancelled');
     });
 
@@ -153,7 +153,7 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
         { u: others },
         { actor: 'olga', permissions: ['cancel_any_run'] },
       );
-      expect(cancelled.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+      expect(cancelled.data?.cancelRun.__typename).toBe('CancelRunSuccess');
       expect((await runRow(others))?.status).toBe('cancelled');
     });
 

@@ -16,7 +16,7 @@ import { post, type Running, startService } from '../support/service.ts';
 const MARKER = 'SECRET-MARKER-7f3a9c';
 
 const WRITES = {
-  startRun: `mutation ($c: String!) { startRun(input: { configuration: $c }) { __typename ... on MutationStartRunSuccess { data { uuid } } } }`,
+  startRun: `mutation ($c: String!) { startRun(input: { configuration: $c }) { __typename ... on StartRunSuccess { data { uuid } } } }`,
   recordToolExecution: `mutation ($input: RecordToolExecutionInput!) { recordToolExecution(input: $input) { __typename } }`,
   recordToolResult: `mutation ($input: RecordToolResultInput!) { recordToolResult(input: $input) { __typename } }`,
   recordStep: `mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }`,
@@ -158,7 +158,7 @@ describe.runIf(backendNames.includes('postgres'))('what the service logs (postgr
     const read = await post(
       running.url,
       key,
-      '{ runs(filter: { configuration: [$c] }) { edges { cursor } } }'.replace('$c', JSON.stringify(MARKER)),
+      '{ runs(filter: { configurations: [$c] }) { edges { cursor } } }'.replace('$c', JSON.stringify(MARKER)),
     );
     expect(read.body.errors?.[0]?.extensions?.code).toBe('INTERNAL_SERVER_ERROR');
     await admin('alter table runs_away rename to runs');

@@ -37,7 +37,7 @@ const LOOPBACK_URLS = [
   'http://localhost:4790/',
 ];
 
-const REGISTERED = { __typename: 'MutationRegisterMcpServerSuccess' };
+const REGISTERED = { __typename: 'RegisterMcpServerSuccess' };
 
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
@@ -139,7 +139,7 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
   const startRun = async () =>
     (
       await api.query<{ startRun: { data: { uuid: string } } }>(
-        'mutation { startRun(input: { configuration: "mcp-outbound" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        'mutation { startRun(input: { configuration: "mcp-outbound" }) { ... on StartRunSuccess { data { uuid } } } }',
       )
     ).data?.startRun.data.uuid ?? '';
   /** Calls a tool and reads the recorded step back, payload included. */
@@ -154,8 +154,8 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
     }>(
       `mutation ($input: CallToolInput!) { callTool(input: $input) {
         __typename ... on Error { code }
-        ... on MutationCallToolSuccess { data { steps { outcome payload } } } } }`,
-      { input: { runUuid, server, tool, arguments: args, timeoutMs: 20_000 } },
+        ... on RecordedStepsSuccess { data { steps { outcome payload } } } } }`,
+      { input: { runUuid, server, toolName: tool, arguments: args, timeoutMs: 20_000 } },
       { server: via },
     );
     return result.data?.callTool;

@@ -5,6 +5,7 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
+import { encodeCursor, runListHash, stepListHash } from '../../src/graphql/ids.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
@@ -22,7 +23,7 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
 
   async function startRun(): Promise<string> {
     const result = await api.query<{ startRun: { data: { uuid: string } } }>(
-      'mutation { startRun(input: { configuration: "bounds" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+      'mutation { startRun(input: { configuration: "bounds" }) { ... on StartRunSuccess { data { uuid } } } }',
     );
     return result.data?.startRun.data.uuid ?? '';
   }
@@ -41,7 +42,7 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
   });
   const RECORD_STEPS = `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) {
     __typename ... on Error { code } ... on InvalidInputError { field }
-    ... on MutationRecordStepsSuccess { data { run { promptTokens completionTokens totalTokens estimatedCost } } } } }`;
+    ... on RecordedStepsSuccess { data { run { promptTokens completionTokens totalTokens estimatedCost } } } } }`;
 
   it('sums 25 llm steps of 100,000,000 prompt tokens past 2^31, in run and in a runs page', async () => {
     const run = await startRun();
@@ -123,12 +124,14 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
         { ...calls, day: '2026-01-01' },
         { ...calls, day: '2026-01-02', ok: 2_500_000_000, cancelled: 2_200_000_000 },
       ]);
-    const stats = await api.query<{ toolOutcomeStats: Array<{ counts: Record<string, number> }> }>(
+    const stats = await api.query<{
+      toolOutcomeStats: { groups: Array<{ counts: Record<string, number> }> };
+    }>(
       `{ toolOutcomeStats(groupBy: [SERVER], filter: { servers: ["busy"], occurredAfter: "2026-01-01T00:00:00Z", occurredBefore: "2026-01-03T00:00:00Z" }) {
-        counts { ok failed cancelled total } } }`,
+        groups { counts { ok failed cancelled total } } } }`,
     );
     expect(stats.errors).toBeUndefined();
-    expect(stats.data?.toolOutcomeStats[0]?.counts).toEqual({
+    expect(stats.data?.toolOutcomeStats.groups[0]?.counts).toEqual({
       ok: 4_500_000_000,
       failed: 0,
       cancelled: 2_200_000_000,
@@ -189,7 +192,7 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
       '{ occurredAfter: "9999-12-01T00:00:00Z", occurredBefore: "9999-12-31T23:59:59.999Z" }',
     ]) {
       const result = await api.query(
-        `{ toolOutcomeStats(groupBy: [SERVER], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter}) { bucketStart } }`,
+        `{ toolOutcomeStats(groupBy: [SERVER], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter}) { groups { bucketStart } } }`,
       );
       expect(result.errors).toBeUndefined();
     }
@@ -198,19 +201,19 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
   it.each([
     [
       'a run cursor in year 0',
-      b64(JSON.stringify(['run', { createdAt: '0000-01-01T00:00:00.000000Z', id: 1 }])),
+      encodeCursor('run', { createdAt: '0000-01-01T00:00:00.000000Z', id: 1 }, runListHash({})),
     ],
     [
       'a run cursor in year 275760',
-      b64(JSON.stringify(['run', { createdAt: '+275760-09-13T00:00:00.000Z', id: 1 }])),
+      encodeCursor('run', { createdAt: '+275760-09-13T00:00:00.000Z', id: 1 }, runListHash({})),
     ],
     [
       'a run cursor on 2026-02-30',
-      b64(JSON.stringify(['run', { createdAt: '2026-02-30T00:00:00.000000Z', id: 1 }])),
+      encodeCursor('run', { createdAt: '2026-02-30T00:00:00.000000Z', id: 1 }, runListHash({})),
     ],
     [
       'a run cursor with an id past bigint',
-      b64(JSON.stringify(['run', { createdAt: '2026-01-01T00:00:00.000000Z', id: 2 ** 70 }])),
+      encodeCursor('run', { createdAt: '2026-01-01T00:00:00.000000Z', id: 2 ** 70 }, runListHash({})),
     ],
   ])('refuses %s with BAD_USER_INPUT', async (_name, cursor) => {
     const result = await api.query('query ($a: String!) { runs(after: $a) { edges { cursor } } }', {
@@ -232,10 +235,10 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
         },
       );
     for (const sequence of [Number.MAX_SAFE_INTEGER, INT4_MAX + 1]) {
-      const result = await steps(b64(JSON.stringify(['step', sequence])));
+      const result = await steps(encodeCursor('step', sequence, stepListHash({})));
       expect(result.errors?.map((e) => e.extensions?.code)).toEqual(['BAD_USER_INPUT']);
     }
-    const last = await steps(b64(JSON.stringify(['step', INT4_MAX])));
+    const last = await steps(encodeCursor('step', INT4_MAX, stepListHash({})));
     expect(last.errors).toBeUndefined();
   });
 

@@ -12,7 +12,7 @@ import { post, type Running, startService } from '../support/service.ts';
  */
 
 const RUN_QUERY = `query ($configuration: [String!]) {
-  runs(first: 5, filter: { configuration: $configuration }) {
+  runs(first: 5, filter: { configurations: $configuration }) {
     edges { node { status toolOutcomeCounts { ok failed cancelled failureRate } steps(first: 50) { edges { node { sequence outcome } } } } }
   }
 }`;

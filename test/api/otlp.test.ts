@@ -23,7 +23,7 @@ const AGENT = 'otel-agent';
 const PERMISSIONS = ['record', 'read_own_runs'] as const;
 
 const RUN_QUERY = `query ($configuration: [String!]) {
-  runs(first: 5, filter: { configuration: $configuration }) {
+  runs(first: 5, filter: { configurations: $configuration }) {
     edges { node {
       uuid status terminationReason configuration promptTokens completionTokens
       toolOutcomeCounts { ok failed cancelled total failureRate }
@@ -153,14 +153,16 @@ describe.each(backendNames)('OTLP ingestion at /v1/traces (%s)', (backend) => {
       expect(cancelled?.durationMs).toBeGreaterThanOrEqual(4);
 
       // The server's failure rate leaves the cancel out: 2 failed of 3 that ran to an answer.
-      const stats = await api.query<{ toolOutcomeStats: Array<{ counts: RunView['toolOutcomeCounts'] }> }>(
+      const stats = await api.query<{
+        toolOutcomeStats: { groups: Array<{ counts: RunView['toolOutcomeCounts'] }> };
+      }>(
         `query ($c: [String!]) { toolOutcomeStats(groupBy: [CONFIGURATION], filter: { configurations: $c }) {
-           counts { ok failed cancelled total failureRate } } }`,
+           groups { counts { ok failed cancelled total failureRate } } } }`,
         { c: [configuration] },
         { actor: AGENT, permissions: PERMISSIONS },
       );
       expect(stats.errors).toBeUndefined();
-      expect(stats.data?.toolOutcomeStats).toEqual([
+      expect(stats.data?.toolOutcomeStats.groups).toEqual([
         { counts: { ok: 1, failed: 2, cancelled: 1, total: 4, failureRate: 2 / 3 } },
       ]);
 

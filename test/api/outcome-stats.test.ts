@@ -141,9 +141,12 @@ const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bu
   $orderBy: OutcomeOrder, $minCalls: Int! = 1, $first: Int! = 100) {
   toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket, utcOffsetMinutes: $offset,
     orderBy: $orderBy, minCalls: $minCalls, first: $first) {
-    server toolName configuration owner bucketStart
-    counts { ok failed cancelled total failureRate }
-    p50DurationMs p95DurationMs
+    groups {
+      server toolName configuration owner bucketStart
+      counts { ok failed cancelled total failureRate }
+      p50DurationMs p95DurationMs
+    }
+    truncated
   }
 }`;
 
@@ -174,10 +177,16 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   // The data set is recorded once and only read; a test that changes it does so in a transaction rolled back after it.
   rollbackEach(() => api);
 
-  async function stats(variables: Record<string, unknown>): Promise<Group[]> {
-    const result = await api.query<{ toolOutcomeStats: Group[] }>(STATS, variables);
+  async function statsPage(variables: Record<string, unknown>) {
+    const result = await api.query<{ toolOutcomeStats: { groups: Group[]; truncated: boolean } }>(
+      STATS,
+      variables,
+    );
     expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
-    return result.data?.toolOutcomeStats ?? [];
+    return result.data?.toolOutcomeStats ?? { groups: [], truncated: false };
+  }
+  async function stats(variables: Record<string, unknown>): Promise<Group[]> {
+    return (await statsPage(variables)).groups;
   }
 
   function checkAgainst(groups: Group[], expected: Map<string, Tally>, key: (g: Group) => string) {
@@ -326,6 +335,24 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       first: 3,
     });
     expect(worst.map((g) => `${g.server}/${g.toolName}`)).toEqual(expectedOrder);
+    // first says whether it cut the list: more groups than 3 have calls; all of them fit in `matching`.
+    const matching = [...byKey.values()].filter((t) => total(t) >= 1).length;
+    expect(matching).toBeGreaterThan(3);
+    const cut = { groupBy: ['SERVER', 'TOOL'], filter: range };
+    expect((await statsPage({ ...cut, first: 3 })).truncated).toBe(true);
+    expect(await statsPage({ ...cut, first: matching })).toMatchObject({ truncated: false });
+    expect((await statsPage({ ...cut, first: matching - 1 })).truncated).toBe(true);
+    expect(await statsPage({ ...cut, first: 0 })).toEqual({ groups: [], truncated: true });
+    // With buckets, first counts groups, not rows: one tool, every day of the range.
+    const series = await statsPage({
+      groupBy: ['TOOL'],
+      filter: { ...range, servers: ['fs'] },
+      bucket: 'DAY',
+      first: 1,
+    });
+    expect(series.truncated).toBe(true);
+    expect(new Set(series.groups.map((g) => g.toolName)).size).toBe(1);
+    expect(series.groups).toHaveLength(5);
     const busiest = await stats({
       groupBy: ['SERVER'],
       filter: range,
@@ -440,8 +467,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
 
   it('counts the same when no percentile is asked for, and finds percentiles asked for in a fragment', async () => {
     const countsOnly = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bucket: TimeBucket) {
-      toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket) {
-        server toolName configuration owner bucketStart counts { ok failed cancelled total failureRate } } }`;
+      toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket) { groups {
+        server toolName configuration owner bucketStart counts { ok failed cancelled total failureRate } } } }`;
     for (const variables of [
       { groupBy: ['SERVER'], filter: range },
       { groupBy: ['TOOL'], filter: { ...range, servers: ['fs'] }, bucket: 'DAY' },
@@ -449,17 +476,19 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       { groupBy: [], filter: range },
     ]) {
       const full = await stats(variables);
-      const lean = await api.query<{ toolOutcomeStats: Group[] }>(countsOnly, variables);
-      expect(lean.data?.toolOutcomeStats).toEqual(
+      const lean = await api.query<{ toolOutcomeStats: { groups: Group[] } }>(countsOnly, variables);
+      expect(lean.data?.toolOutcomeStats.groups).toEqual(
         full.map(({ p50DurationMs, p95DurationMs, ...rest }) => rest),
       );
     }
-    const viaFragment = await api.query<{ toolOutcomeStats: Array<{ p95DurationMs: number | null }> }>(
-      `query ($filter: ToolStepFilter) { toolOutcomeStats(groupBy: [SERVER], filter: $filter) { ...Durations } }
+    const viaFragment = await api.query<{
+      toolOutcomeStats: { groups: Array<{ p95DurationMs: number | null }> };
+    }>(
+      `query ($filter: ToolStepFilter) { toolOutcomeStats(groupBy: [SERVER], filter: $filter) { groups { ...Durations } } }
        fragment Durations on ToolOutcomeGroup { p95DurationMs }`,
       { filter: range },
     );
-    expect(viaFragment.data?.toolOutcomeStats.every((g) => g.p95DurationMs !== null)).toBe(true);
+    expect(viaFragment.data?.toolOutcomeStats.groups.every((g) => g.p95DurationMs !== null)).toBe(true);
   });
 
   it('refuses a reversed range, a range over 400 days, too many buckets, a bad offset and first over 500, each with its code and field', async () => {

@@ -37,7 +37,8 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
         } }
         pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
       }
-      timeline(locale: DE) { sequence kind occurredAt round durationMs outcome outcomeLabel detail }
+      timeline(locale: DE) { sequence kind occurredAt round durationMs outcome outcomeLabel detail step { id sequence } }
+      en: timeline(locale: EN) { detail }
     }
   }`);
 
@@ -88,9 +89,18 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
     expect(timeline.map((e) => [e.sequence, e.kind, e.outcome, e.outcomeLabel])).toEqual(
       steps.map((s) => [s.sequence, s.kind, s.outcome, s.de]),
     );
-    expect(timeline[1]?.detail).toBe('gpt-x · 100 in / 20 out tokens · $0.0015 · finish: tool_calls');
-    expect(timeline[4]?.detail).toBe('web/fetch · args 26 B · result 7 B');
-    expect(timeline[6]?.detail).toBe('fs/write_file · created documents#42');
+    // Each entry names its step: the same node as in steps.
+    expect(timeline.map((e) => e.step)).toEqual(steps.map((s) => ({ id: s.id, sequence: s.sequence })));
+    // Detail lines in the locale's words: German for DE, English for EN.
+    expect(timeline[0]?.detail).toBe('Anfrage');
+    expect(timeline[1]?.detail).toBe('gpt-x · 100 ein / 20 aus Tokens · 0,0015 $ · Ende: tool_calls');
+    expect(timeline[4]?.detail).toBe('web/fetch · Argumente 26 B · Ergebnis 7 B');
+    expect(timeline[6]?.detail).toBe('fs/write_file · angelegt documents#42');
+    const english = run?.en ?? [];
+    expect(english[0]?.detail).toBe('request');
+    expect(english[1]?.detail).toBe('gpt-x · 100 in / 20 out tokens · $0.0015 · finish: tool_calls');
+    expect(english[4]?.detail).toBe('web/fetch · args 26 B · result 7 B');
+    expect(english[6]?.detail).toBe('fs/write_file · created documents#42');
     // The timeline shows metadata only: no prompt, argument or output text.
     expect(JSON.stringify(timeline)).not.toMatch(/secret|cut off|written/);
   });
@@ -141,15 +151,16 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
     expect(firstPage.data?.runs.pageInfo.hasNextPage).toBe(true);
     expect(await uuids({ first: 2, after: firstPage.data?.runs.pageInfo.endCursor })).toEqual([runA.uuid]);
 
-    expect(await uuids({ filter: { status: ['COMPLETED', 'RUNNING'] } })).toEqual([runC.uuid, runB.uuid]);
-    expect(await uuids({ filter: { owner: ['alice'] } })).toEqual([runC.uuid, runA.uuid]);
-    expect(await uuids({ filter: { configuration: ['docs'], owner: ['bob'] } })).toEqual([runB.uuid]);
+    expect(await uuids({ filter: { statuses: ['COMPLETED', 'RUNNING'] } })).toEqual([runC.uuid, runB.uuid]);
+    expect(await uuids({ filter: { owners: ['alice'] } })).toEqual([runC.uuid, runA.uuid]);
+    expect(await uuids({ filter: { configurations: ['docs'], owners: ['bob'] } })).toEqual([runB.uuid]);
     expect(
       await uuids({
-        filter: { createdAfter: '2026-11-20T10:30:00Z', createdBefore: '2026-11-20T11:00:00Z' },
+        filter: { createdAfter: '2026-11-20T11:00:00Z', createdBefore: '2026-11-20T12:00:00Z' },
       }),
     ).toEqual([runB.uuid]);
     expect(await uuids({ filter: { hasToolOutcome: 'CANCELLED' } })).toEqual([runA.uuid]);
+    // Ranges are half-open: run B at 11:00 is in [11:00, 12:00), run C at 12:00 is not.
     // Run A's only failures are one new and one legacy row; run B has none.
     expect(await uuids({ filter: { hasToolOutcome: 'FAILED' } })).toEqual([runA.uuid]);
     expect(await uuids({ filter: { hasToolOutcome: 'OK' } })).toEqual([runB.uuid, runA.uuid]);
@@ -157,7 +168,7 @@ describe.each(backendNames)('the read contract (%s)', (backend) => {
 
   it('pages runs created in the same microsecond by id', async () => {
     const list =
-      graphql(`query ReadContractSameInstant($after: String) { runs(first: 1, after: $after, filter: { configuration: ["same-instant"] }) {
+      graphql(`query ReadContractSameInstant($after: String) { runs(first: 1, after: $after, filter: { configurations: ["same-instant"] }) {
       edges { node { uuid } } pageInfo { endCursor hasNextPage } } }`);
     const db = api.db;
     const { createRun } = await import('../../src/ledger/start-run.ts');

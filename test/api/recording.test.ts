@@ -22,33 +22,33 @@ const M = {
   execution:
     graphql(`mutation RecordingExecution($input: RecordToolExecutionInput!) { r: recordToolExecution(input: $input) {
     __typename ... on Error { code message } ... on InvalidInputError { field }
-    ... on MutationRecordToolExecutionSuccess { data { ...Recorded } } } }`),
+    ... on RecordedStepsSuccess { data { ...Recorded } } } }`),
   result:
     graphql(`mutation RecordingResult($input: RecordToolResultInput!) { r: recordToolResult(input: $input) {
     __typename ... on Error { code message } ... on InvalidInputError { field }
-    ... on MutationRecordToolResultSuccess { data { ...Recorded } } } }`),
+    ... on RecordedStepsSuccess { data { ...Recorded } } } }`),
   step: graphql(`mutation RecordingStep($input: RecordStepInput!) { r: recordStep(input: $input) {
     __typename ... on Error { code message } ... on InvalidInputError { field }
-    ... on MutationRecordStepSuccess { data { ...Recorded } } } }`),
+    ... on RecordedStepsSuccess { data { ...Recorded } } } }`),
   steps: graphql(`mutation RecordingSteps($input: RecordStepsInput!) { r: recordSteps(input: $input) {
     __typename ... on Error { code message } ... on InvalidInputError { field }
-    ... on MutationRecordStepsSuccess { data { ...Recorded } } } }`),
+    ... on RecordedStepsSuccess { data { ...Recorded } } } }`),
 };
 
 const START_RUN = graphql(`mutation RecordingStartRun($c: String!) { startRun(input: { configuration: $c }) {
-  __typename ... on MutationStartRunSuccess { data { uuid owner status } } } }`);
+  __typename ... on StartRunSuccess { data { uuid owner status } } } }`);
 
 const FINISH_RUN =
   graphql(`mutation RecordingFinishRun($u: String!, $status: RunStatus!, $reason: TerminationReason!) {
   finishRun(input: { uuid: $u, status: $status, terminationReason: $reason }) {
-    __typename ... on Error { code } ... on MutationFinishRunSuccess { data { status terminationReason } } } }`);
+    __typename ... on Error { code } ... on FinishRunSuccess { data { status terminationReason } } } }`);
 
 const CANCEL_RUN = graphql(`mutation RecordingCancelRun($u: String!) { cancelRun(input: { uuid: $u }) {
-  __typename ... on Error { code } ... on MutationCancelRunSuccess { data { status terminationReason finishedAt } } } }`);
+  __typename ... on Error { code } ... on CancelRunSuccess { data { status terminationReason finishedAt } } } }`);
 
 const START_RUN_AT = graphql(`mutation RecordingStartRunAt($u: String!, $c: String!) {
   startRun(input: { uuid: $u, configuration: $c }) {
-    __typename ... on Error { code } ... on MutationStartRunSuccess { data { uuid } } } }`);
+    __typename ... on Error { code } ... on StartRunSuccess { data { uuid } } } }`);
 
 /** The recorded steps of a success; undefined for a refusal. */
 function recorded(answer: { __typename: string }): RecordedFragment | undefined {
@@ -70,7 +70,7 @@ function recordingApi(backend: BackendName) {
     const result = await api.query(START_RUN, { c: configuration }, { actor });
     const started = result.data?.startRun;
     expect(started).toMatchObject({ data: { owner: actor, status: 'RUNNING' } });
-    return started?.__typename === 'MutationStartRunSuccess' ? started.data.uuid : '';
+    return started?.__typename === 'StartRunSuccess' ? started.data.uuid : '';
   }
 
   /** Sends any input, refusals' included; the answer is typed by the document. */
@@ -224,7 +224,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
       durationMs: 1,
       payload: { deep: [1, 2, { x: -0.5 }] },
     });
-    expect(stored.__typename).toBe('MutationRecordStepSuccess');
+    expect(stored.__typename).toBe('RecordedStepsSuccess');
     const { run: row } = await snapshot(run);
     const [step] = await db()
       .select()
@@ -330,7 +330,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     const run = await startRun();
     const finish = await api().query(FINISH_RUN, { u: run, status: 'COMPLETED', reason: 'COMPLETED' });
     expect(finish.data?.finishRun).toEqual({
-      __typename: 'MutationFinishRunSuccess',
+      __typename: 'FinishRunSuccess',
       data: { status: 'COMPLETED', terminationReason: 'COMPLETED' },
     });
     const before = await snapshot(run);
@@ -344,8 +344,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
   it('lets a cancelled run take only the tool steps of calls in flight at the cancel', async () => {
     const run = await startRun();
     const cancel = (await api().query(CANCEL_RUN, { u: run })).data?.cancelRun;
-    if (cancel?.__typename !== 'MutationCancelRunSuccess')
-      throw new Error(`not cancelled: ${cancel?.__typename}`);
+    if (cancel?.__typename !== 'CancelRunSuccess') throw new Error(`not cancelled: ${cancel?.__typename}`);
     expect(cancel.data).toMatchObject({ status: 'CANCELLED', terminationReason: 'CANCELLED' });
     const cancelledAt = Date.parse(cancel.data.finishedAt ?? '');
     const after = new Date(cancelledAt + 500).toISOString();
@@ -385,7 +384,7 @@ describe.each(backendNames)('recording runs (%s)', (backend) => {
     const uuid = crypto.randomUUID();
     const start = (configuration: string, actor = 'alice') =>
       api().query(START_RUN_AT, { u: uuid, c: configuration }, { actor });
-    const started = { __typename: 'MutationStartRunSuccess', data: { uuid } };
+    const started = { __typename: 'StartRunSuccess', data: { uuid } };
     expect((await start('triage')).data?.startRun).toEqual(started);
     expect((await start('triage')).data?.startRun).toEqual(started);
     expect((await start('docs')).data?.startRun).toEqual({
@@ -522,7 +521,7 @@ describe.each(backendNames)('recording runs by concurrent writers (%s)', (backen
         send(M.execution, { ...call(run), toolName: `tool-${i}`, result: 'r', isError: i % 2 === 0 }),
       ),
     );
-    expect(results.every((r) => r.__typename === 'MutationRecordToolExecutionSuccess')).toBe(true);
+    expect(results.every((r) => r.__typename === 'RecordedStepsSuccess')).toBe(true);
     const { run: row } = await snapshot(run);
     const stored = await db()
       .select()

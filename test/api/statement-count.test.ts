@@ -60,4 +60,29 @@ describe.each(backendNames)('a page of runs costs a bounded number of statements
     expect(statements.length, statements.join('\n')).toBeLessThanOrEqual(1 + 4);
     expect(statements.filter((s) => !s.includes('"api_keys"')).length).toBeLessThanOrEqual(4);
   });
+
+  it('counts the list for totalCount with one statement more, whatever the page size', async () => {
+    await api.keyFor();
+    const dataStatements = async (query: string) => {
+      statements.length = 0;
+      const result = await api.query<{ runs: { totalCount?: number } }>(query, { first: 50 });
+      expect(result.errors).toBeUndefined();
+      return {
+        count: statements.filter((s) => !s.includes('"api_keys"')).length,
+        totalCount: result.data?.runs.totalCount,
+      };
+    };
+    const without = await dataStatements(listQuery);
+    const counted = await dataStatements(
+      listQuery.replace('runs(first: $first) {', 'runs(first: $first) { totalCount'),
+    );
+    expect(counted.totalCount).toBe(50);
+    expect(counted.count).toBe(without.count + 1);
+    expect(counted.count).toBeLessThanOrEqual(5);
+    // Asked twice under the same filter in one request, it is counted once.
+    statements.length = 0;
+    const twice = await api.query('{ a: runs(first: 1) { totalCount } b: runs(first: 2) { totalCount } }');
+    expect(twice.data).toEqual({ a: { totalCount: 50 }, b: { totalCount: 50 } });
+    expect(statements.filter((s) => /count\(/i.test(s))).toHaveLength(1);
+  });
 });

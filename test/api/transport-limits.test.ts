@@ -311,14 +311,14 @@ describe.each(backendNames)('what errors tell a client (%s)', (backend) => {
     ],
     [
       'a misspelt enum value',
-      '{ runs(filter: { status: [RUNNIN] }) { edges { cursor } } }',
+      '{ runs(filter: { statuses: [RUNNIN] }) { edges { cursor } } }',
       undefined,
       'GRAPHQL_VALIDATION_FAILED',
     ],
     [
       'a misspelt enum value in variables',
       'query ($filter: RunFilter) { runs(filter: $filter) { edges { cursor } } }',
-      { filter: { status: ['RUNNIN'] } },
+      { filter: { statuses: ['RUNNIN'] } },
       'BAD_USER_INPUT',
     ],
     [

@@ -16,10 +16,10 @@ interface Payload {
 }
 
 const RESULT = `__typename ... on Error { code } ... on InvalidInputError { field }`;
-const recorded = (name: string) =>
-  `${RESULT} ... on Mutation${name[0]?.toUpperCase()}${name.slice(1)}Success { data { replayed steps { sequence kind outcome } } }`;
+/** Every step mutation answers the same success type. */
+const RECORDED = `${RESULT} ... on RecordedStepsSuccess { data { replayed steps { sequence kind outcome } } }`;
 const mutation = (name: string, inputType: string) =>
-  `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${recorded(name)} } }`;
+  `mutation ($input: ${inputType}!) { r: ${name}(input: $input) { ${RECORDED} } }`;
 
 const M = {
   execution: mutation('recordToolExecution', 'RecordToolExecutionInput'),
@@ -49,7 +49,7 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
 
   async function startRun(): Promise<string> {
     const result = await api.query<{ startRun: { data: { uuid: string } } }>(
-      'mutation { startRun(input: { configuration: "text" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+      'mutation { startRun(input: { configuration: "text" }) { ... on StartRunSuccess { data { uuid } } } }',
     );
     return result.data?.startRun.data.uuid ?? '';
   }
@@ -94,7 +94,7 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
           },
         },
       });
-      expect(answer.__typename).toBe('MutationRecordToolResultSuccess');
+      expect(answer.__typename).toBe('RecordedStepsSuccess');
       expect(answer.data?.steps.map((s) => s.outcome)).toEqual([outcome]);
     }
     const steps = await storedSteps(run);
@@ -125,11 +125,11 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
         payload: { 'note\u0000': 'x\uD83D', nested: [{ deep: 'ok' }] },
       },
     });
-    expect(plain.__typename).toBe('MutationRecordStepSuccess');
+    expect(plain.__typename).toBe('RecordedStepsSuccess');
     const clean = await send(M.step, {
       input: { runUuid: run, kind: 'CONTEXT', round: 1, durationMs: 0, payload: { note: 'fine' } },
     });
-    expect(clean.__typename).toBe('MutationRecordStepSuccess');
+    expect(clean.__typename).toBe('RecordedStepsSuccess');
     const [tool, context, untouched] = await storedSteps(run);
     expect(tool?.payload.content).toBe(`bin${R}ary`);
     expect(tool?.metadata.repairedCharacters).toBe(5);
@@ -273,43 +273,43 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
       field: 'identifier',
     });
     expect(
-      await send(M.callTool, { input: { runUuid: run, server: 'a\u0000', tool: 'echo' } }),
+      await send(M.callTool, { input: { runUuid: run, server: 'a\u0000', toolName: 'echo' } }),
     ).toMatchObject({ code: 'VALUE_INVALID', field: 'server' });
     expect(
-      await send(M.callTool, { input: { runUuid: run, server: 'fs', tool: 'echo\uD800' } }),
-    ).toMatchObject({ code: 'VALUE_INVALID', field: 'tool' });
+      await send(M.callTool, { input: { runUuid: run, server: 'fs', toolName: 'echo\uD800' } }),
+    ).toMatchObject({ code: 'VALUE_INVALID', field: 'toolName' });
     expect(await written()).toEqual(before);
   });
 
   it.each([
     [
       'runs: configuration',
-      'query ($v: String!) { runs(filter: { configuration: [$v] }) { edges { cursor } } }',
-      'filter.configuration',
+      'query ($v: String!) { runs(filter: { configurations: [$v] }) { edges { cursor } } }',
+      'filter.configurations',
     ],
     [
       'runs: owner',
-      'query ($v: String!) { runs(filter: { owner: ["alice", $v] }) { edges { cursor } } }',
-      'filter.owner',
+      'query ($v: String!) { runs(filter: { owners: ["alice", $v] }) { edges { cursor } } }',
+      'filter.owners',
     ],
     [
       'stats: servers',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$v] }) { groups { server } } }',
       'filter.servers',
     ],
     [
       'stats: tools',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [TOOL], filter: { tools: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [TOOL], filter: { tools: [$v] }) { groups { server } } }',
       'filter.tools',
     ],
     [
       'stats: configurations',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { configurations: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { configurations: [$v] }) { groups { server } } }',
       'filter.configurations',
     ],
     [
       'stats: owners',
-      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { owners: [$v] }) { server } }',
+      'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { owners: [$v] }) { groups { server } } }',
       'filter.owners',
     ],
     ['run(uuid)', 'query ($v: String!) { run(uuid: $v) { id } }', 'uuid'],

@@ -20,7 +20,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
 
   const start = async (as: AskAs) => {
     const result = await api.query<{ startRun: { data: { uuid: string; id: string } } }>(
-      'mutation { startRun(input: { configuration: "vis" }) { ... on MutationStartRunSuccess { data { uuid id } } } }',
+      'mutation { startRun(input: { configuration: "vis" }) { ... on StartRunSuccess { data { uuid id } } } }',
       {},
       as,
     );
@@ -30,7 +30,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     api.query<{ recordToolResult: { __typename: string; data?: { steps: Array<{ id: string }> } } }>(
       `mutation ($u: String!) { recordToolResult(input: { runUuid: $u, round: 1, durationMs: 5, toolName: "search", server: "github",
         arguments: { q: "secret query" }, result: { content: "secret output", outcome: CANCELLED } }) {
-        __typename ... on MutationRecordToolResultSuccess { data { steps { id } } } } }`,
+        __typename ... on RecordedStepsSuccess { data { steps { id } } } } }`,
       { u: uuid },
       as,
     );
@@ -105,32 +105,30 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
         )
       ).data?.runs.edges.map((e) => e.node.uuid);
     expect(await list(bob)).toEqual([runB]);
-    expect(await list(bob, { owner: ['alice'] })).toEqual([]);
+    expect(await list(bob, { owners: ['alice'] })).toEqual([]);
     expect(await list(bob, { hasToolOutcome: 'CANCELLED' })).toEqual([runB]);
     expect((await list(auditor))?.sort()).toEqual([runA, runB].sort());
-    expect(await list(auditor, { owner: ['alice'] })).toEqual([runA]);
+    expect(await list(auditor, { owners: ['alice'] })).toEqual([runA]);
   });
 
   it('counts only visible runs in toolOutcomeStats', async () => {
     const stats = async (as: AskAs) =>
       (
-        await api.query<{ toolOutcomeStats: Array<{ owner: string; counts: { cancelled: number } }> }>(
-          '{ toolOutcomeStats(groupBy: [OWNER]) { owner counts { cancelled } } }',
-          {},
-          as,
-        )
-      ).data?.toolOutcomeStats;
+        await api.query<{
+          toolOutcomeStats: { groups: Array<{ owner: string; counts: { cancelled: number } }> };
+        }>('{ toolOutcomeStats(groupBy: [OWNER]) { groups { owner counts { cancelled } } } }', {}, as)
+      ).data?.toolOutcomeStats.groups;
     expect(await stats(bob)).toEqual([{ owner: 'bob', counts: { cancelled: 1 } }]);
     expect(await stats(auditor)).toEqual([
       { owner: 'alice', counts: { cancelled: 1 } },
       { owner: 'bob', counts: { cancelled: 1 } },
     ]);
-    const byServer = await api.query<{ toolOutcomeStats: Array<{ counts: { total: number } }> }>(
-      '{ toolOutcomeStats(groupBy: [SERVER]) { counts { total } } }',
+    const byServer = await api.query<{ toolOutcomeStats: { groups: Array<{ counts: { total: number } }> } }>(
+      '{ toolOutcomeStats(groupBy: [SERVER]) { groups { counts { total } } } }',
       {},
       bob,
     );
-    expect(byServer.data?.toolOutcomeStats).toEqual([{ counts: { total: 1 } }]);
+    expect(byServer.data?.toolOutcomeStats.groups).toEqual([{ counts: { total: 1 } }]);
   });
 
   it('refuses every mutation on another actor’s run exactly as on a missing run, writing nothing', async () => {
@@ -156,7 +154,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
       { u: run },
       { actor: 'operator', permissions: ['cancel_any_run'] },
     );
-    expect(cancel.data?.cancelRun.__typename).toBe('MutationCancelRunSuccess');
+    expect(cancel.data?.cancelRun.__typename).toBe('CancelRunSuccess');
   });
 
   it('shows payloads only with read_payloads, and metadata to everyone who sees the step', async () => {
@@ -181,21 +179,27 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     });
   });
 
-  it('refuses a missing permission with FORBIDDEN, and writes nothing', async () => {
-    const before = await api.db.$count(runs);
+  it('refuses a missing permission with a ForbiddenError in the result union, and writes nothing', async () => {
+    const before = await api.db.select().from(runs);
+    const refusal = '__typename ... on ForbiddenError { code permission }';
     const result = await api.query(
-      'mutation { startRun(input: { configuration: "x" }) { __typename } }',
+      `mutation { startRun(input: { configuration: "x" }) { ${refusal} } }`,
       {},
       auditor,
     );
-    expect(errorCodes(result)).toEqual(['FORBIDDEN']);
-    expect(await api.db.$count(runs)).toBe(before);
+    expect(result.errors).toBeUndefined();
+    expect(result.data).toEqual({
+      startRun: { __typename: 'ForbiddenError', code: 'FORBIDDEN', permission: 'RECORD' },
+    });
     const cancel = await api.query(
-      'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }',
+      `mutation ($u: String!) { cancelRun(input: { uuid: $u }) { ${refusal} } }`,
       { u: runB },
       auditor,
     );
-    expect(errorCodes(cancel)).toEqual(['FORBIDDEN']);
+    expect(cancel.data).toEqual({
+      cancelRun: { __typename: 'ForbiddenError', code: 'FORBIDDEN', permission: 'CANCEL_OWN_RUNS' },
+    });
+    expect(await api.db.select().from(runs)).toEqual(before);
   });
 
   it('answers 401 UNAUTHENTICATED without a key, with an unknown key, and with a revoked key from the next request on', async () => {
@@ -221,7 +225,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     const startWith = (uuid: string, configuration: string, as: AskAs) =>
       api.query(
         `mutation ($u: String!, $c: String!) { startRun(input: { uuid: $u, configuration: $c }) {
-          __typename ... on Error { code message } ... on MutationStartRunSuccess { data { uuid owner } } } }`,
+          __typename ... on Error { code message } ... on StartRunSuccess { data { uuid owner } } } }`,
         { u: uuid, c: configuration },
         as,
       );
@@ -245,7 +249,7 @@ describe.each(backendNames)('who sees what (%s)', (backend) => {
     expect(await api.db.select().from(runs)).toEqual(before);
     const retry = await startWith(runA, 'vis', alice);
     expect(retry.data).toMatchObject({
-      startRun: { __typename: 'MutationStartRunSuccess', data: { uuid: runA } },
+      startRun: { __typename: 'StartRunSuccess', data: { uuid: runA } },
     });
   });
 });

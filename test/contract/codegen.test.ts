@@ -16,7 +16,17 @@ const generatedDir = join(root, 'test', '.generated');
 const gqlDir = join(generatedDir, 'gql');
 const usageFile = join(generatedDir, 'client-usage.ts');
 
-const operations = ['NodeById', 'RunDetail', 'RunListPage', 'RunsWithCancelledCalls'];
+const operations = [
+  'NodeById',
+  'RunDetail',
+  'RunListPage',
+  'RunsWithCancelledCalls',
+  'Viewer',
+  'FlakyServers',
+  'StartRun',
+  'CancelRun',
+  'RecordSteps',
+];
 
 /** The options of a strict ESM (NodeNext) consumer, with the project's extra strictness. */
 const compilerOptions: ts.CompilerOptions = {

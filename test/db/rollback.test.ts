@@ -50,7 +50,7 @@ describe.each(backendNames)('tests in a rolled-back transaction (%s)', (backend)
     let uuid = '';
     try {
       const started = await api.query<{ startRun: { data: { uuid: string } } }>(
-        'mutation { startRun(input: { configuration: "rollback" }) { ... on MutationStartRunSuccess { data { uuid } } } }',
+        'mutation { startRun(input: { configuration: "rollback" }) { ... on StartRunSuccess { data { uuid } } } }',
         {},
         { actor: 'rolled-back-actor' },
       );

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { LOCALES, OUTCOME_LABELS, outcomeLabel, outcomeLabelKey } from '../../src/domain/labels.ts';
+import {
+  LABELS,
+  LOCALES,
+  label,
+  OUTCOME_LABELS,
+  outcomeLabel,
+  outcomeLabelKey,
+} from '../../src/domain/labels.ts';
 import { TOOL_OUTCOMES } from '../../src/domain/tool-outcome.ts';
 
 describe('outcome labels', () => {
@@ -49,5 +56,32 @@ describe('outcome labels', () => {
       expect(typeof label).toBe('string');
       expect(label.length).toBeGreaterThan(0);
     }
+  });
+});
+
+describe('the one label table', () => {
+  it('holds every key in every locale, each with the placeholders of the English text', () => {
+    const placeholders = (text: string) => [...text.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
+    const keys = Object.keys(LABELS.en).sort();
+    for (const locale of LOCALES) {
+      expect(Object.keys(LABELS[locale]).sort()).toEqual(keys);
+      for (const key of keys as Array<keyof (typeof LABELS)['en']>) {
+        expect(LABELS[locale][key], `${locale} ${key}`).not.toBe('');
+        expect(placeholders(LABELS[locale][key]), `${locale} ${key}`).toEqual(placeholders(LABELS.en[key]));
+      }
+    }
+    // The outcome labels are read from it, not kept beside it.
+    for (const locale of LOCALES) {
+      for (const outcome of TOOL_OUTCOMES) {
+        expect(OUTCOME_LABELS[locale][outcomeLabelKey(outcome)]).toBe(
+          LABELS[locale][outcomeLabelKey(outcome)],
+        );
+      }
+    }
+  });
+
+  it('fills in placeholders once, leaving a value that looks like one as it is', () => {
+    expect(label('de', 'runs.detail.finish', { reason: '{count}' })).toBe('Ende: {count}');
+    expect(label('en', 'runs.detail.tokens', { in: 3, out: 4 })).toBe('3 in / 4 out tokens');
   });
 });

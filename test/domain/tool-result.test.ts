@@ -1,6 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { boundToolResult } from '../../src/domain/bounding.ts';
+import { RunStep } from '../../src/domain/run-step.ts';
+import { RunTrace } from '../../src/domain/run-trace.ts';
+import { detailLine } from '../../src/domain/timeline.ts';
 import { TOOL_OUTCOMES, type ToolOutcome } from '../../src/domain/tool-outcome.ts';
-import { type ToolArtifact, ToolResult, type WriteTarget } from '../../src/domain/tool-result.ts';
+import {
+  FailureCodeRefusal,
+  type ToolArtifact,
+  ToolResult,
+  type WriteTarget,
+} from '../../src/domain/tool-result.ts';
 
 const artifacts: ToolArtifact[] = [
   { title: 'Page', type: 'json', content: { id: 42, tags: ['a', 'b'] } },
@@ -182,4 +191,47 @@ describe('ToolResult.withChannels', () => {
       expect(result.writeTarget).toBeNull();
     },
   );
+});
+
+describe('a failure code', () => {
+  it('is kept by a failed result, through bounding, and stated in the step', () => {
+    const result = ToolResult.failed('x'.repeat(60_000), 'MCP_TRANSPORT_FAILURE');
+    expect(result.failureCode).toBe('MCP_TRANSPORT_FAILURE');
+    expect(boundToolResult(result).failureCode).toBe('MCP_TRANSPORT_FAILURE');
+    expect(ToolResult.of('failed', 'x', [], null, 'TOOL_ERROR').failureCode).toBe('TOOL_ERROR');
+  });
+
+  it.each(['ok', 'cancelled'] as const)('is never held by a %s result', (outcome) => {
+    expect(ToolResult.of(outcome, 'x', [], null, 'TOOL_ERROR').failureCode).toBeNull();
+  });
+
+  it.each(['', 'tool_error', '1CODE', 'A-B', `A${'B'.repeat(64)}`])(
+    '%j is refused: FAILURE_CODE_INVALID',
+    (code) => {
+      expect(() => ToolResult.failed('x', code)).toThrow(
+        expect.objectContaining({ code: FailureCodeRefusal.Invalid }),
+      );
+    },
+  );
+
+  it('is public in the step and its detail line; the failed text stays in the payload', () => {
+    const call = {
+      round: 0,
+      durationMs: 12,
+      toolName: 'echo',
+      server: 'fs',
+      arguments: {},
+      sessionStartMs: 340,
+    };
+    const [step] = new RunTrace().recordToolResult(call, ToolResult.failed('secret words', 'TOOL_ERROR'));
+    expect(step?.metadata).toMatchObject({ failureCode: 'TOOL_ERROR', sessionStartMs: 340 });
+    expect(JSON.stringify(step?.metadata)).not.toContain('secret');
+    expect(step && RunStep.failureCodeOf(step)).toBe('TOOL_ERROR');
+    expect(step && detailLine(step)).toBe(
+      'fs/echo · failed: TOOL_ERROR · session start 340 ms · args 2 B · result 12 B',
+    );
+    const [ok] = new RunTrace().recordToolResult({ ...call, sessionStartMs: null }, ToolResult.ok('fine'));
+    expect(ok && RunStep.failureCodeOf(ok)).toBeNull();
+    expect(ok?.metadata).not.toHaveProperty('sessionStartMs');
+  });
 });

@@ -3,6 +3,8 @@ import { afterEach, beforeEach } from 'vitest';
 import { createApiKey } from '../../src/db/api-keys.ts';
 import type { Database, DatabaseHandle } from '../../src/db/connection.ts';
 import { PERMISSIONS, type Permission } from '../../src/domain/permissions.ts';
+import { McpPolicy } from '../../src/mcp/outbound-policy.ts';
+import { McpSessions } from '../../src/mcp/sessions.ts';
 import type { McpSettings } from '../../src/mcp/settings.ts';
 import { createServer, type Server } from '../../src/server.ts';
 
@@ -43,6 +45,8 @@ export interface OpenTestApiOptions extends OpenTestOptions {
 export interface TestApi {
   database: TestDatabase;
   server: Server;
+  /** The MCP sessions of the server: closed by dispose, as the app closes them on shutdown. */
+  sessions: McpSessions;
   /** The database the server and the test use now: the open rolled-back transaction, if any. */
   readonly db: Database;
   /** Runs one operation in-process through the server's fetch handler; typed by a generated document. */
@@ -83,11 +87,8 @@ export async function openTestApi(backend: BackendName, options: OpenTestApiOpti
     ping: () => base.ping(),
     close: () => base.close(),
   };
-  const server = createServer({
-    handle,
-    graphiql: false,
-    mcp: options.mcp ?? TEST_MCP_SETTINGS,
-  });
+  const sessions = new McpSessions(new McpPolicy(options.mcp ?? TEST_MCP_SETTINGS));
+  const server = createServer({ handle, graphiql: false, sessions });
   const keys = new Map<string, Promise<string>>();
   const keyFor = (actor = 'alice', permissions: readonly Permission[] = PERMISSIONS) => {
     const id = `${actor}:${[...permissions].sort().join(',')}`;
@@ -102,6 +103,7 @@ export async function openTestApi(backend: BackendName, options: OpenTestApiOpti
   return {
     database,
     server,
+    sessions,
     get db() {
       return current();
     },
@@ -134,7 +136,10 @@ export async function openTestApi(backend: BackendName, options: OpenTestApiOpti
       const body = (await response.json()) as ExecutionResult<Data>;
       return { ...body, status: response.status };
     },
-    dispose: () => database.dispose(),
+    dispose: async () => {
+      await sessions.close();
+      await database.dispose();
+    },
   };
 }
 

@@ -10,7 +10,10 @@ import { z } from 'zod';
  * call: one that answers, one that answers binary text, one that answers isError, one that throws, and a
  * slow one that notices when the client cancels it.
  */
-export function buildToolServer(onCancelled: (tool: string) => void): McpServer {
+export function buildToolServer(
+  onCancelled: (tool: string) => void,
+  onStarted: (tool: string) => void = () => {},
+): McpServer {
   const server = new McpServer({ name: 'runledger-test-tools', version: '1.0.0' });
   server.registerTool(
     'echo',
@@ -41,6 +44,7 @@ export function buildToolServer(onCancelled: (tool: string) => void): McpServer 
     },
     async ({ ms }, extra) =>
       new Promise((resolve) => {
+        onStarted('slow');
         const timer = setTimeout(() => resolve({ content: [{ type: 'text', text: `slept ${ms} ms` }] }), ms);
         extra.signal.addEventListener('abort', () => {
           clearTimeout(timer);
@@ -49,6 +53,9 @@ export function buildToolServer(onCancelled: (tool: string) => void): McpServer 
         });
       }),
   );
+  server.registerTool('pid', { description: 'The process id of the server.' }, async () => ({
+    content: [{ type: 'text', text: String(process.pid) }],
+  }));
   server.registerTool(
     'env-names',
     { description: 'Names of the variables in its environment.' },
@@ -69,6 +76,8 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
 export interface HttpToolServer {
   url: string;
   cancellations: string[];
+  /** The slow calls the server has begun working on. */
+  started: string[];
   /** The Authorization header of every request that reached it ('' when none). */
   authorizations: string[];
   close(): Promise<void>;
@@ -77,6 +86,7 @@ export interface HttpToolServer {
 /** The tool server over Streamable HTTP on loopback, one session per client. */
 export async function startHttpToolServer(): Promise<HttpToolServer> {
   const cancellations: string[] = [];
+  const started: string[] = [];
   const authorizations: string[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http: Server = createServer(async (request, response) => {
@@ -95,7 +105,10 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
         created.onclose = () => {
           if (created.sessionId) sessions.delete(created.sessionId);
         };
-        await buildToolServer((tool) => cancellations.push(tool)).connect(created);
+        await buildToolServer(
+          (tool) => cancellations.push(tool),
+          (tool) => started.push(tool),
+        ).connect(created);
         transport = created;
       }
       await transport.handleRequest(request, response, body);
@@ -108,6 +121,7 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     cancellations,
+    started,
     authorizations,
     close: async () => {
       for (const transport of sessions.values()) await transport.close();

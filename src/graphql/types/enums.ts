@@ -1,4 +1,5 @@
 import { LOCALES } from '../../domain/labels.ts';
+import { PERMISSIONS } from '../../domain/permissions.ts';
 import { RUN_STATUSES, TERMINATION_REASONS } from '../../domain/run-status.ts';
 import { STEP_KINDS } from '../../domain/step-kind.ts';
 import { TOOL_OUTCOMES } from '../../domain/tool-outcome.ts';
@@ -30,3 +31,8 @@ export const TerminationReasonEnum = builder.enumType('TerminationReason', {
 });
 
 export const LocaleEnum = builder.enumType('Locale', { values: enumValues(LOCALES) });
+
+export const PermissionEnum = builder.enumType('Permission', {
+  description: 'What an API key lets its actor do (see the README: Keys, permissions and who sees what).',
+  values: enumValues(PERMISSIONS),
+});

@@ -1,12 +1,16 @@
 import {
   type DomainError,
+  ForbiddenError,
   IdempotencyKeyReusedError,
   InvalidInputError,
   RunAlreadyExistsError,
   RunNotFoundError,
   RunTerminalError,
 } from '../../domain/errors.ts';
+import type { Permission } from '../../domain/permissions.ts';
+import type { RunStatus } from '../../domain/run-status.ts';
 import { builder } from '../builder.ts';
+import { PermissionEnum, RunStatusEnum } from './enums.ts';
 
 /** Every expected failure of a mutation: a stable code and a message for people. */
 export const ErrorInterface = builder.interfaceRef<DomainError>('Error').implement({
@@ -38,7 +42,14 @@ builder.objectType(RunTerminalError, {
   description: 'The run has ended and cannot take this (RUN_TERMINAL). Nothing was written.',
   interfaces: [ErrorInterface],
   isTypeOf: (value) => value instanceof RunTerminalError,
-  fields: (t) => ({ runUuid: t.exposeString('runUuid'), status: t.exposeString('status') }),
+  fields: (t) => ({
+    runUuid: t.exposeString('runUuid'),
+    status: t.field({
+      type: RunStatusEnum,
+      description: 'The status the run ended in.',
+      resolve: (error) => error.status as RunStatus,
+    }),
+  }),
 });
 
 builder.objectType(IdempotencyKeyReusedError, {
@@ -58,5 +69,20 @@ builder.objectType(RunAlreadyExistsError, {
   fields: (t) => ({ runUuid: t.exposeString('runUuid') }),
 });
 
-export const STEP_ERRORS = [InvalidInputError, RunNotFoundError, RunTerminalError, IdempotencyKeyReusedError];
-export const RUN_END_ERRORS = [InvalidInputError, RunNotFoundError, RunTerminalError];
+builder.objectType(ForbiddenError, {
+  name: 'ForbiddenError',
+  description:
+    'The API key lacks a permission this needs (FORBIDDEN); permission names it. Nothing was written.',
+  interfaces: [ErrorInterface],
+  isTypeOf: (value) => value instanceof ForbiddenError,
+  fields: (t) => ({
+    permission: t.field({ type: PermissionEnum, resolve: (error) => error.permission as Permission }),
+  }),
+});
+
+/** Every mutation can be refused for a missing permission, and for input that breaks a rule. */
+const EVERY_MUTATION = [ForbiddenError, InvalidInputError];
+export const STEP_ERRORS = [...EVERY_MUTATION, RunNotFoundError, RunTerminalError, IdempotencyKeyReusedError];
+export const RUN_END_ERRORS = [...EVERY_MUTATION, RunNotFoundError, RunTerminalError];
+export const START_RUN_ERRORS = [...EVERY_MUTATION, RunAlreadyExistsError];
+export const SERVER_ERRORS = EVERY_MUTATION;

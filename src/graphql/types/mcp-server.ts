@@ -1,15 +1,21 @@
 import type { McpServerRow } from '../../db/mcp-servers.ts';
-import { InvalidInputError } from '../../domain/errors.ts';
 import { Limits } from '../../domain/limits.ts';
 import type { McpHeader } from '../../domain/mcp-server.ts';
 import { requirePermission } from '../../domain/permissions.ts';
 import { callTool } from '../../ledger/call-tool.ts';
-import { listServers, registerServer, removeServer, updateServer } from '../../ledger/mcp-servers.ts';
+import {
+  findServers,
+  listServers,
+  registerServer,
+  removeServer,
+  updateServer,
+} from '../../ledger/mcp-servers.ts';
 import { builder } from '../builder.ts';
 import type { Context } from '../context.ts';
-import { STEP_ERRORS } from './errors.ts';
+import { nodeTypename } from '../ids.ts';
+import { SERVER_ERRORS } from './errors.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
-import { RecordedSteps } from './recording.ts';
+import { RecordedStepsSuccess, STEP_RESULT } from './recording.ts';
 
 const McpTransportEnum = builder.enumType('McpTransport', {
   values: { STREAMABLE_HTTP: { value: 'streamable-http' }, STDIO: { value: 'stdio' } } as const,
@@ -32,9 +38,15 @@ function configuration<T>(context: Context, value: T): T {
 
 const CONFIGURATION = 'Needs manage_servers: null with a FORBIDDEN error otherwise.';
 
-const McpServerRef = builder.objectRef<McpServerRow>('McpServer').implement({
+const McpServerRef = builder.objectRef<McpServerRow>(nodeTypename('McpServer'));
+
+builder.node(McpServerRef, {
+  isTypeOf: (value) =>
+    typeof value === 'object' && value !== null && 'transport' in value && 'identifier' in value,
+  id: { resolve: (server) => server.identifier },
+  loadMany: (identifiers, context) => findServers(context, identifiers),
   description:
-    'An MCP server tools can be called on inside a run. Identifier, transport and statistics are for anyone who may read runs; the configuration (url, command, args, headers) only for manage_servers.',
+    'An MCP server tools can be called on inside a run. Identifier, transport and statistics are for anyone who may read runs; the configuration (url, command, args, headers) only for manage_servers. node(id) finds it for those who may list servers, and is null for anyone else.',
   fields: (t) => ({
     identifier: t.exposeString('identifier'),
     transport: t.field({
@@ -102,7 +114,7 @@ const CallToolInput = builder.inputType('CallToolInput', {
   fields: (t) => ({
     runUuid: t.string({ required: true }),
     server: t.string({ required: true, description: 'The identifier of a registered MCP server.' }),
-    tool: t.string({ required: true }),
+    toolName: t.string({ required: true }),
     arguments: t.field({ type: 'JSON', description: 'A JSON object.' }),
     timeoutMs: t.int({
       defaultValue: Limits.defaultToolCallTimeoutMs,
@@ -125,27 +137,28 @@ builder.queryFields((t) => ({
 builder.mutationFields((t) => ({
   registerMcpServer: t.field({
     type: McpServerRef,
-    errors: { types: [InvalidInputError] },
+    errors: { types: SERVER_ERRORS },
     args: { input: t.arg({ type: McpServerInput, required: true }) },
     resolve: (_root, { input }, context) => registerServer(context, input, context.mcp.policy),
   }),
   updateMcpServer: t.field({
     type: McpServerRef,
-    errors: { types: [InvalidInputError] },
+    errors: { types: SERVER_ERRORS },
     args: { input: t.arg({ type: McpServerInput, required: true }) },
-    resolve: (_root, { input }, context) => updateServer(context, input, context.mcp.policy),
+    resolve: (_root, { input }, context) =>
+      updateServer(context, input, context.mcp.policy, context.mcp.sessions),
   }),
   removeMcpServer: t.field({
     type: McpServerRef,
-    errors: { types: [InvalidInputError] },
+    errors: { types: SERVER_ERRORS },
     args: { identifier: t.arg.string({ required: true }) },
-    resolve: (_root, { identifier }, context) => removeServer(context, identifier),
+    resolve: (_root, { identifier }, context) => removeServer(context, identifier, context.mcp.sessions),
   }),
   callTool: t.field({
-    type: RecordedSteps,
+    type: RecordedStepsSuccess,
     description:
       'Calls a tool on a registered MCP server inside a run and records the step: OK, FAILED (an isError answer, a transport fault, the deadline) or CANCELLED (cancelRun cut it off). Never retried.',
-    errors: { types: STEP_ERRORS },
+    errors: STEP_RESULT,
     args: { input: t.arg({ type: CallToolInput, required: true }) },
     resolve: (_root, { input }, context) => callTool(context, input, context.mcp),
   }),

@@ -1,6 +1,6 @@
 import { STATS_LIMITS } from '../../domain/limits.ts';
 import type { OutcomeGroup } from '../../domain/outcome-stats.ts';
-import { toolOutcomeStats } from '../../ledger/outcome-stats.ts';
+import { type OutcomeStatsPage, toolOutcomeStats } from '../../ledger/outcome-stats.ts';
 import { builder } from '../builder.ts';
 import { storableStrings } from '../input-text.ts';
 import { selectsAnyField } from '../selection.ts';
@@ -75,9 +75,23 @@ const ToolOutcomeGroupRef = builder.objectRef<OutcomeGroup>('ToolOutcomeGroup').
   }),
 });
 
+const ToolOutcomeStatsRef = builder.objectRef<OutcomeStatsPage>('ToolOutcomeStats').implement({
+  description: 'The groups asked for, and whether first left some out.',
+  fields: (t) => ({
+    groups: t.field({
+      type: [ToolOutcomeGroupRef],
+      description: 'With a bucket, one row per group and bucket, the rows of a group together.',
+      resolve: (page) => page.groups,
+    }),
+    truncated: t.exposeBoolean('truncated', {
+      description: 'True when more groups matched than first: ask again with a larger first (at most 500).',
+    }),
+  }),
+});
+
 builder.queryFields((t) => ({
   toolOutcomeStats: t.field({
-    type: [ToolOutcomeGroupRef],
+    type: ToolOutcomeStatsRef,
     description:
       'Tool calls grouped by server, tool, configuration and owner (any combination), by outcome, optionally as a time series. Cancelled calls count as cancelled only: they never raise failureRate.',
     args: {

@@ -1,5 +1,4 @@
 import { MAX_CONTENT_BYTES } from '../../domain/bounding.ts';
-import { InvalidInputError, RunAlreadyExistsError } from '../../domain/errors.ts';
 import { Limits } from '../../domain/limits.ts';
 import { cancelRun, finishRun } from '../../ledger/end-run.ts';
 import {
@@ -12,7 +11,7 @@ import {
 import { startRun } from '../../ledger/start-run.ts';
 import { builder } from '../builder.ts';
 import { RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
-import { RUN_END_ERRORS, STEP_ERRORS } from './errors.ts';
+import { RUN_END_ERRORS, START_RUN_ERRORS, STEP_ERRORS } from './errors.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef, WriteKindEnum } from './run-step.ts';
 
@@ -28,6 +27,15 @@ export const RecordedSteps = builder.objectRef<AppendResult>('RecordedSteps').im
     }),
   }),
 });
+
+/** The one success of every step mutation (recordToolExecution, recordToolResult, recordStep, recordSteps, callTool). */
+export const RecordedStepsSuccess = builder.objectRef<AppendResult>('RecordedStepsSuccess').implement({
+  description: 'The success of every step mutation: what was stored.',
+  fields: (t) => ({ data: t.field({ type: RecordedSteps, resolve: (result) => result }) }),
+});
+
+/** Step mutations answer RecordedStepsSuccess or one of the step errors. */
+export const STEP_RESULT = { types: STEP_ERRORS, directResult: true } as const;
 
 const ArtifactTypeEnum = builder.enumType('ArtifactType', {
   values: { TEXT: { value: 'text' }, JSON: { value: 'json' } } as const,
@@ -59,6 +67,10 @@ const ToolResultInput = builder.inputType('ToolResultInput', {
     outcome: t.field({ type: ToolOutcomeEnum, required: true }),
     artifacts: t.field({ type: [ArtifactInput] }),
     writeTarget: t.field({ type: WriteTargetInput }),
+    failureCode: t.string({
+      description:
+        'Why a FAILED call failed, as a stable code (1 to 64 characters: an upper-case letter, then upper-case letters, digits or _), shown as RunStep.failureCode. Only with outcome FAILED (else FAILURE_CODE_WITHOUT_FAILURE); a malformed one is FAILURE_CODE_INVALID.',
+    }),
   }),
 });
 
@@ -156,7 +168,7 @@ builder.mutationFields((t) => ({
   startRun: t.field({
     type: RunRef,
     description: 'Starts a run owned by the caller. Sending the same uuid again returns the same run.',
-    errors: { types: [InvalidInputError, RunAlreadyExistsError] },
+    errors: { types: START_RUN_ERRORS },
     args: {
       input: t.arg({
         required: true,
@@ -172,27 +184,27 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, context) => startRun(context, input),
   }),
   recordToolExecution: t.field({
-    type: RecordedSteps,
-    errors: { types: STEP_ERRORS },
+    type: RecordedStepsSuccess,
+    errors: STEP_RESULT,
     args: { input: t.arg({ type: RecordToolExecutionInput, required: true }) },
     resolve: (_root, { input }, context) => recordToolExecution(context, input),
   }),
   recordToolResult: t.field({
-    type: RecordedSteps,
-    errors: { types: STEP_ERRORS },
+    type: RecordedStepsSuccess,
+    errors: STEP_RESULT,
     args: { input: t.arg({ type: RecordToolResultInput, required: true }) },
     resolve: (_root, { input }, context) => recordToolResult(context, input),
   }),
   recordStep: t.field({
-    type: RecordedSteps,
-    errors: { types: STEP_ERRORS },
+    type: RecordedStepsSuccess,
+    errors: STEP_RESULT,
     args: { input: t.arg({ type: RecordStepInput, required: true }) },
     resolve: (_root, { input }, context) => recordStep(context, input),
   }),
   recordSteps: t.field({
-    type: RecordedSteps,
+    type: RecordedStepsSuccess,
     description: `Up to ${Limits.maxBatchSteps.toLocaleString('en-US')} steps in one transaction: all are stored, or none.`,
-    errors: { types: STEP_ERRORS },
+    errors: STEP_RESULT,
     args: { input: t.arg({ type: RecordStepsInput, required: true }) },
     resolve: (_root, { input }, context) => recordBatch(context, input),
   }),

@@ -60,6 +60,12 @@ builder.node(RunStepRef, {
         return outcome === null ? null : outcomeLabel(outcome, locale);
       },
     }),
+    failureCode: t.string({
+      nullable: true,
+      description:
+        "Why a FAILED tool step failed, as a stable code: TOOL_ERROR (the tool answered isError or threw), an MCP_* transport fault (MCP_DEADLINE_EXHAUSTED, MCP_TRANSPORT_FAILURE, ...), or a code the recording client stated. Null for OK and CANCELLED steps, for other kinds, and when none was stated. The server's own words stay in the payload.",
+      resolve: (step) => RunStep.failureCodeOf(step),
+    }),
     writeTarget: t.field({
       type: WriteTargetRef,
       nullable: true,

@@ -1,24 +1,55 @@
-import type { StepMetaRow } from '../../db/steps.ts';
+import type { RunFilter, RunPageRow } from '../../db/runs.ts';
+import type { StepMetaRow, TimelineRow } from '../../db/steps.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
+import type { Locale } from '../../domain/labels.ts';
 import { checkInteger, Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
-import { type TimelineEntry, timelineOfRecords } from '../../domain/timeline.ts';
+import { timelineEntry, timelineSource } from '../../domain/timeline.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
-import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR } from '../ids.ts';
-import { pageSize, toPage } from '../pagination.ts';
+import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR, stepListHash } from '../ids.ts';
+import { type Page, pageSize, toPage } from '../pagination.ts';
 import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepConnection } from './run-step.ts';
-import { TimelineEntryRef } from './timeline.ts';
+import { type TimelineEntryOfStep, TimelineEntryRef } from './timeline.ts';
 
-export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' });
+/** A page of runs, and the filter its totalCount counts (null: the actor sees none). */
+export interface RunPage extends Page<RunPageRow> {
+  countFilter: RunFilter | null;
+}
+
+export function runPage(page: Page<RunPageRow>, countFilter: RunFilter | null): RunPage {
+  return { ...page, countFilter };
+}
+
+export const RunConnection = builder.connectionObject({
+  type: RunRef,
+  name: 'RunConnection',
+  fields: (t) => ({
+    totalCount: t.field({
+      type: 'SafeInt',
+      description:
+        'How many runs the filter selects among those the caller may see, on every page alike. Counted only when asked for.',
+      // The connection shape Pothos knows has no countFilter: every RunConnection is made by runPage.
+      resolve: (page, _args, context) => {
+        const { countFilter } = page as unknown as RunPage;
+        return countFilter ? context.loaders.runCount.load(countFilter) : 0;
+      },
+    }),
+  }),
+});
 export const TimelineConnection = builder.connectionObject({
   type: TimelineEntryRef,
   name: 'TimelineConnection',
 });
+
+/** Timeline entries of stored rows, each with the id of the step it describes. */
+function entriesOfSteps(rows: readonly TimelineRow[], locale: Locale): TimelineEntryOfStep[] {
+  return rows.map((row) => ({ ...timelineEntry(timelineSource(row), locale), stepId: row.id }));
+}
 
 function timelinePageSize(first: number | null | undefined): number {
   if (first === null || first === undefined) return Limits.defaultTimelinePageSize;
@@ -44,7 +75,12 @@ builder.node(RunRef, {
     owner: t.exposeString('owner'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     startedAt: t.expose('startedAt', { type: 'DateTime', nullable: true }),
-    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true }),
+    finishedAt: t.expose('finishedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description:
+        'When the run ended: set exactly when status is terminal (COMPLETED, FAILED, CANCELLED), null before.',
+    }),
     rounds: t.exposeInt('rounds'),
     promptTokens: t.expose('promptTokens', { type: 'SafeInt' }),
     completionTokens: t.expose('completionTokens', { type: 'SafeInt' }),
@@ -68,13 +104,14 @@ builder.node(RunRef, {
       },
       resolve: async (run, args, context) => {
         const size = pageSize(args.first);
-        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence) : null;
+        const hash = stepListHash({ kinds: args.kind, outcomes: args.outcome });
+        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence, hash) : null;
         const rows = await context.loaders.stepSlice.load({
           runId: run.id,
           slice: { afterSequence, limit: size + 1, kinds: args.kind ?? null, outcomes: args.outcome ?? null },
         });
         return toPage<StepMetaRow>(rows, size, afterSequence !== null, (step) =>
-          encodeCursor(STEP_CURSOR, step.sequence),
+          encodeCursor(STEP_CURSOR, step.sequence, hash),
         );
       },
     }),
@@ -95,7 +132,7 @@ builder.node(RunRef, {
             'timeline',
           );
         }
-        return timelineOfRecords(rows, locale);
+        return entriesOfSteps(rows, locale);
       },
     }),
     timelinePage: t.field({
@@ -108,17 +145,19 @@ builder.node(RunRef, {
       },
       resolve: async (run, args, context) => {
         const size = timelinePageSize(args.first);
-        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence) : null;
+        // The timeline is the unfiltered step list: its cursors are bound like that list's.
+        const hash = stepListHash({});
+        const afterSequence = args.after ? decodeCursor(STEP_CURSOR, args.after, isSequence, hash) : null;
         const rows = await context.loaders.timelineRows.load({
           runId: run.id,
           afterSequence,
           limit: size + 1,
         });
-        return toPage<TimelineEntry>(
-          timelineOfRecords(rows, args.locale),
+        return toPage<TimelineEntryOfStep>(
+          entriesOfSteps(rows, args.locale),
           size,
           afterSequence !== null,
-          (entry) => encodeCursor(STEP_CURSOR, entry.sequence),
+          (entry) => encodeCursor(STEP_CURSOR, entry.sequence, hash),
         );
       },
     }),

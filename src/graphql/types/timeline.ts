@@ -1,8 +1,14 @@
 import type { TimelineEntry } from '../../domain/timeline.ts';
 import { builder } from '../builder.ts';
 import { StepKindEnum, ToolOutcomeEnum } from './enums.ts';
+import { RunStepRef } from './run-step.ts';
 
-export const TimelineEntryRef = builder.objectRef<TimelineEntry>('TimelineEntry').implement({
+/** A timeline entry and the id of the stored step it describes, loaded only when selected. */
+export interface TimelineEntryOfStep extends TimelineEntry {
+  stepId: number;
+}
+
+export const TimelineEntryRef = builder.objectRef<TimelineEntryOfStep>('TimelineEntry').implement({
   description:
     "One line of a run's timeline. detail shows metadata only, never prompts, arguments or tool output.",
   fields: (t) => ({
@@ -13,6 +19,18 @@ export const TimelineEntryRef = builder.objectRef<TimelineEntry>('TimelineEntry'
     durationMs: t.exposeInt('durationMs'),
     outcome: t.field({ type: ToolOutcomeEnum, nullable: true, resolve: (entry) => entry.outcome }),
     outcomeLabel: t.exposeString('outcomeLabel', { nullable: true }),
-    detail: t.exposeString('detail'),
+    detail: t.exposeString('detail', {
+      description: 'Metadata in the words of the locale: EN or DE (names, counts, bytes, tokens, cost).',
+    }),
+    step: t.field({
+      type: RunStepRef,
+      description: 'The step this entry describes: its id (a node id) and every field of it.',
+      resolve: async (entry, _args, context) => {
+        const step = await context.loaders.stepById.load(entry.stepId);
+        // The entry came from a run the caller sees, so its step is there and visible.
+        if (!step) throw new Error(`step ${entry.stepId} of a visible timeline could not be read`);
+        return step;
+      },
+    }),
   }),
 });
