@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -35,11 +35,23 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** The real entry point in its own process, so load and service do not share an event loop. */
-export async function startService(url: string, env: Record<string, string> = {}): Promise<Service> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+/**
+ * The real entry point in its own process, so load and service do not share an
+ * event loop: compiled JavaScript under plain node, as `npm start` runs it
+ * (built first when the sources changed).
+ */
+export async function startService(
+  url: string,
+  options: { nodeArgs?: string[]; env?: Record<string, string> } = {},
+): Promise<Service> {
+  const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...env },
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error('the build failed');
+  const child: ChildProcess = spawn(process.execPath, [...(options.nodeArgs ?? []), 'dist/src/main.js'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...options.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const endpoint = await new Promise<string>((resolve, reject) => {

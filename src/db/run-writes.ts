@@ -24,6 +24,151 @@ export interface RunInsert {
   startedAt: Date | null;
 }
 
+/** What one call of `append_run_steps` (migration 0018) is asked to do. */
+export interface OneStatementAppend {
+  runUuid: string;
+  /** The only owner whose runs take the steps here; null: any owner (trusted writers). */
+  owner: string | null;
+  /** The hash of the request's API key, checked active in the same statement; null: checked already. */
+  keyHash: string | null;
+  idempotencyKey: string | null;
+  fingerprint: string;
+  /** The statuses in which a run takes any step. */
+  openStatuses: readonly RunStatus[];
+  maxSequence: number;
+  maxRunTokens: number;
+  /** The steps, numbered by the statement from the run's last sequence + 1 (their own sequence is ignored). */
+  steps: readonly RunStep[];
+  rollups: RunRollups;
+}
+
+/**
+ * What the statement did. `judge`: nothing written, the run needs the
+ * domain's rules (terminal, another owner, a limit); `replayed`: the key had
+ * been seen, nothing written, the stored steps returned.
+ */
+export type OneStatementOutcome =
+  | { outcome: 'unauthenticated' | 'not_found' | 'judge' }
+  | { outcome: 'replayed'; fingerprint: string; run: RunRow; steps: StepRow[] }
+  | { outcome: 'appended'; run: RunRow; steps: StepRow[] };
+
+/** A row as `to_jsonb` writes it: snake_case names, timestamps as ISO text. */
+type JsonRow = Record<string, unknown>;
+
+const dateOrNull = (value: unknown): Date | null => (typeof value === 'string' ? new Date(value) : null);
+
+function runFromJson(row: JsonRow): RunRow {
+  return {
+    id: Number(row.id),
+    uuid: String(row.uuid),
+    owner: String(row.owner),
+    configuration: String(row.configuration),
+    status: String(row.status),
+    terminationReason: (row.termination_reason as string | null) ?? null,
+    rounds: Number(row.rounds),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    estimatedCost: Number(row.estimated_cost),
+    createdAt: new Date(String(row.created_at)),
+    startedAt: dateOrNull(row.started_at),
+    finishedAt: dateOrNull(row.finished_at),
+  };
+}
+
+function stepFromJson(row: JsonRow): StepRow {
+  return {
+    id: Number(row.id),
+    runId: Number(row.run_id),
+    sequence: Number(row.sequence),
+    kind: String(row.kind),
+    round: Number(row.round),
+    durationMs: Number(row.duration_ms),
+    occurredAt: new Date(String(row.occurred_at)),
+    toolName: (row.tool_name as string | null) ?? null,
+    server: (row.server as string | null) ?? null,
+    toolIsError: (row.tool_is_error as boolean | null) ?? null,
+    toolOutcome: (row.tool_outcome as string | null) ?? null,
+    payload: row.payload as StepRow['payload'],
+    metadata: row.metadata as StepRow['metadata'],
+  };
+}
+
+type RawOutcome = {
+  outcome: OneStatementOutcome['outcome'];
+  fingerprint?: string;
+  run?: JsonRow;
+  steps?: JsonRow[];
+};
+
+/** One prepared statement per database (or transaction): named, so PostgreSQL parses and plans it once per connection. */
+const appendStatements = new WeakMap<Database, ReturnType<typeof prepareAppend>>();
+
+function prepareAppend(db: Database) {
+  const p = (name: string) => sql.placeholder(name);
+  return db
+    .select({ result: sql<RawOutcome>`appended` })
+    .from(
+      sql`append_run_steps(${p('runUuid')}::uuid, ${p('owner')}::text, ${p('keyHash')}::text, ${p('idempotencyKey')}::text, ${p('fingerprint')}::text, ${p('openStatuses')}::text[], ${p('maxSequence')}::bigint, ${p('maxRunTokens')}::bigint, ${p('steps')}::jsonb, ${p('rounds')}::int, ${p('promptTokens')}::bigint, ${p('completionTokens')}::bigint, ${p('estimatedCost')}::numeric) AS appended`,
+    )
+    .prepare('append_run_steps');
+}
+
+/** The step as the statement reads it: the columns of run_steps but run_id and sequence. */
+function stepJson(step: RunStep) {
+  const { sequence: _sequence, ...record } = step.toRecord();
+  return record;
+}
+
+/**
+ * Appends in one statement and one round trip (migration 0018): the run's
+ * lock, the next sequence, the idempotency key, the rows, the key's claim and
+ * the run's rollups, all or nothing.
+ */
+export async function appendInOneStatement(
+  db: Database,
+  append: OneStatementAppend,
+): Promise<OneStatementOutcome> {
+  let statement = appendStatements.get(db);
+  if (!statement) {
+    statement = prepareAppend(db);
+    appendStatements.set(db, statement);
+  }
+  const [row] = await statement.execute({
+    runUuid: append.runUuid,
+    owner: append.owner,
+    keyHash: append.keyHash,
+    idempotencyKey: append.idempotencyKey,
+    fingerprint: append.fingerprint,
+    openStatuses: append.openStatuses,
+    maxSequence: append.maxSequence,
+    maxRunTokens: append.maxRunTokens,
+    steps: JSON.stringify(append.steps.map(stepJson)),
+    rounds: append.rollups.rounds,
+    promptTokens: append.rollups.promptTokens,
+    completionTokens: append.rollups.completionTokens,
+    estimatedCost: append.rollups.estimatedCost,
+  });
+  const raw = row?.result;
+  if (!raw) throw new Error('append_run_steps returned nothing');
+  switch (raw.outcome) {
+    case 'appended':
+      return {
+        outcome: raw.outcome,
+        run: runFromJson(raw.run ?? {}),
+        steps: (raw.steps ?? []).map(stepFromJson),
+      };
+    case 'replayed':
+      return {
+        outcome: raw.outcome,
+        fingerprint: raw.fingerprint ?? '',
+        run: runFromJson(raw.run ?? {}),
+        steps: (raw.steps ?? []).map(stepFromJson),
+      };
+    default:
+      return { outcome: raw.outcome };
+  }
+}
+
 /** Inserts the run; null when a run with its uuid is already there. */
 export async function insertRunUnlessPresent(db: Database, run: RunInsert): Promise<RunRow | null> {
   const [row] = await db.insert(runs).values(run).onConflictDoNothing({ target: runs.uuid }).returning();

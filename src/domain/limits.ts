@@ -45,6 +45,8 @@ export const Limits = {
   latestInstantMs: Date.UTC(9999, 11, 31, 23, 59, 59, 999),
   /** How far in the future a client clock may place a step. */
   maxClockSkewMs: 5 * 60_000,
+  /** API keys whose actor the service remembers between requests (per database). */
+  rememberedApiKeys: 1_000,
 } as const;
 
 /** What one statistics query may ask. */
