@@ -79,7 +79,7 @@ BEGIN
 
   -- A statement of its own, after the lock: a function's statements each take
   -- a new snapshot, so this one sees the steps the previous holder committed.
-  SELECT coalesce(max(sequence), 0) + 1 INTO first_sequence FROM run_steps WHERE run_id = run.id;
+  SELECT coalesce(max(sequence), 0)::bigint + 1 INTO first_sequence FROM run_steps WHERE run_id = run.id;
   IF first_sequence + step_count - 1 > p_max_sequence THEN
     RETURN jsonb_build_object('outcome', 'judge');
   END IF;

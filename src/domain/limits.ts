@@ -1,4 +1,4 @@
-import { isStorableText } from './bounding.ts';
+import { isStorableText, utf8Bytes } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 
 /**
@@ -154,7 +154,6 @@ export function checkNumber(value: number, field: string, min: number, max: numb
   return value;
 }
 
-const utf8 = new TextEncoder();
 const MAX_JSON_DEPTH = 64;
 
 function checkJsonShape(value: unknown, field: string, depth: number): void {
@@ -172,7 +171,7 @@ function checkJsonShape(value: unknown, field: string, depth: number): void {
 /** A JSON value a client sent: finite numbers, at most 64 levels deep, at most `maxBytes` encoded. */
 export function checkJson(value: unknown, field: string, maxBytes: number): void {
   checkJsonShape(value, field, 0);
-  const size = utf8.encode(JSON.stringify(value) ?? 'null').length;
+  const size = utf8Bytes(JSON.stringify(value) ?? 'null');
   if (size > maxBytes) {
     throw new InvalidInputError(
       'VALUE_TOO_LARGE',

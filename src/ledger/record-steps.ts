@@ -223,7 +223,8 @@ export async function recordPermitted(
     mayWriteTo: (owner) => canRecordIntoRunOf(actor, owner),
     writesAs: actor.name,
     idempotencyKey: checked.key,
-    fingerprint: requestFingerprint(request),
+    // Only a request with a retry key is ever compared with another.
+    fingerprint: checked.key === null ? '' : requestFingerprint(request),
     keyHash: scope.rememberedKey ?? null,
     clock: () => now,
     build: (trace) => {
