@@ -57,6 +57,12 @@ function body(size: number, runUuid: string, i: number): unknown {
 
 const PLAIN_ONE = `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
   VALUES ($1, $2, 'tool', $3, $4, now(), $5, $6, $7, $8, $9, $10)`;
+/** Many rows sent by the client, as arrays: each row's data travels, as it does to the API. */
+const PLAIN_SENT = `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
+  SELECT $1, $2 + x.i - 1, 'tool', x.r, x.d, now(), x.t, x.s, x.e, x.o, x.p, x.m
+    FROM unnest($3::int[], $4::int[], $5::text[], $6::text[], $7::boolean[], $8::text[], $9::jsonb[], $10::jsonb[])
+         WITH ORDINALITY AS x(r, d, t, s, e, o, p, m, i)`;
+/** Many rows made by the server from a series: nothing travels but three numbers. */
 const PLAIN_MANY = `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
   SELECT $1, $2 + g, 'tool', 1, 25, now(), 'tool_' || (g % 20), 'server_' || (g % 5), g % 7 = 0,
          CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END,
@@ -165,34 +171,55 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
       [maxConnections],
     );
     const sequences = new Map<string, number>();
-    const plain = (size: number, connections: number) => async (i: number) => {
-      const runId = plainRuns[i % connections]?.id ?? '';
-      const first = (sequences.get(runId) ?? 0) + 1;
-      sequences.set(runId, first + size - 1);
-      if (size > 1) {
-        await pool.query(PLAIN_MANY, [runId, first, size]);
-        return;
-      }
-      const step = call(i);
-      await pool.query(PLAIN_ONE, [
-        runId,
-        first,
-        step.round,
-        step.durationMs,
-        step.toolName,
-        step.server,
-        step.isError,
-        step.isError ? 'failed' : 'ok',
-        JSON.stringify({ arguments: step.arguments, content: CONTENT, artifacts: [] }),
-        JSON.stringify({ argumentsBytes: 21, contentBytes: 23, artifactCount: 0 }),
-      ]);
-    };
+    const payload = JSON.stringify({ arguments: { query: 'benchmark' }, content: CONTENT, artifacts: [] });
+    const metadata = JSON.stringify({ argumentsBytes: 21, contentBytes: 23, artifactCount: 0 });
+    const plain =
+      (size: number, connections: number, generated = false) =>
+      async (i: number) => {
+        const runId = plainRuns[i % connections]?.id ?? '';
+        const first = (sequences.get(runId) ?? 0) + 1;
+        sequences.set(runId, first + size - 1);
+        if (size > 1 && generated) {
+          await pool.query(PLAIN_MANY, [runId, first, size]);
+          return;
+        }
+        if (size > 1) {
+          const calls = Array.from({ length: size }, (_, j) => call(j));
+          await pool.query(PLAIN_SENT, [
+            runId,
+            first,
+            calls.map((c) => c.round),
+            calls.map((c) => c.durationMs),
+            calls.map((c) => c.toolName),
+            calls.map((c) => c.server),
+            calls.map((c) => c.isError),
+            calls.map((c) => (c.isError ? 'failed' : 'ok')),
+            calls.map(() => payload),
+            calls.map(() => metadata),
+          ]);
+          return;
+        }
+        const step = call(i);
+        await pool.query(PLAIN_ONE, [
+          runId,
+          first,
+          step.round,
+          step.durationMs,
+          step.toolName,
+          step.server,
+          step.isError,
+          step.isError ? 'failed' : 'ok',
+          payload,
+          metadata,
+        ]);
+      };
 
     const { peak } = await peakMemory(service, async () => {
       for (const size of SIZES) {
         // Warm both paths so neither pays for first use in the measurement.
         await load(service.url, key, 40, 8, (i) => body(size, runs[i % 8] ?? '', i));
         await timedWithLatency(40, 8, plain(size, 8));
+        if (size > 1) await timedWithLatency(40, 8, plain(size, 8, true));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
           const api = await load(service.url, key, requests, connections, (i) =>
@@ -200,6 +227,10 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
           );
           if (api.errors > 0) throw new Error(`${api.errors} requests failed`);
           const direct = await timedWithLatency(requests, connections, plain(size, connections));
+          const generated =
+            size > 1
+              ? await timedWithLatency(requests, connections, plain(size, connections, true))
+              : undefined;
           const apiRate = perSecond(requests * size, api.seconds);
           const pgRate = perSecond(requests * size, direct.seconds);
           rows.push({
@@ -213,6 +244,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             'API p99 ms': ms(api.p99),
             'pg p50 ms': ms(quantile(direct.latencies, 0.5)),
             'pg p99 ms': ms(quantile(direct.latencies, 0.99)),
+            'pg generated steps/s': generated ? perSecond(requests * size, generated.seconds) : '-',
           });
         }
       }

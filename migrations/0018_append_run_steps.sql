@@ -40,7 +40,7 @@ DECLARE
   seen step_requests;
   step_count integer := jsonb_array_length(p_steps);
   first_sequence bigint;
-  stored jsonb := '[]'::jsonb;
+  stored jsonb := '[]'::jsonb;  -- the new steps' ids, in sequence order
 BEGIN
   IF p_key_hash IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM api_keys WHERE key_hash = p_key_hash AND revoked_at IS NULL) THEN
@@ -85,6 +85,7 @@ BEGIN
   END IF;
 
   IF step_count > 0 THEN
+    -- Only the ids come back: the caller has the rest of each row, as it sent it.
     WITH inserted AS (
       INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server,
                              tool_is_error, tool_outcome, payload, metadata)
@@ -97,9 +98,9 @@ BEGIN
              WITH ORDINALITY AS s(kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error,
                                   tool_outcome, payload, metadata, i)
        ORDER BY s.i
-      RETURNING *
+      RETURNING id, sequence
     )
-    SELECT jsonb_agg(to_jsonb(inserted) ORDER BY inserted.sequence) INTO stored FROM inserted;
+    SELECT jsonb_agg(inserted.id ORDER BY inserted.sequence) INTO stored FROM inserted;
   END IF;
 
   IF p_idempotency_key IS NOT NULL THEN
@@ -117,6 +118,7 @@ BEGIN
     RETURNING * INTO run;
   END IF;
 
-  RETURN jsonb_build_object('outcome', 'appended', 'run', to_jsonb(run), 'steps', stored);
+  RETURN jsonb_build_object('outcome', 'appended', 'run', to_jsonb(run), 'firstSequence', first_sequence,
+                            'ids', stored);
 END;
 $$;

@@ -2,7 +2,7 @@ import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
-import type { RunStep } from '../domain/run-step.ts';
+import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
 import type { Database } from './connection.ts';
 import type { RunRow } from './runs.ts';
@@ -97,7 +97,11 @@ type RawOutcome = {
   outcome: OneStatementOutcome['outcome'];
   fingerprint?: string;
   run?: JsonRow;
+  /** A replay's stored steps. */
   steps?: JsonRow[];
+  /** An append's new steps: their ids in order, from this sequence on. */
+  ids?: number[];
+  firstSequence?: number;
 };
 
 /** One prepared statement per database (or transaction): named, so PostgreSQL parses and plans it once per connection. */
@@ -113,8 +117,8 @@ function prepareAppend(db: Database) {
     .prepare('append_run_steps');
 }
 
-/** The step as the statement reads it: the columns of run_steps but run_id and sequence. */
-function stepJson(step: RunStep) {
+/** The step as the statement reads it: the columns of run_steps but id, run_id and sequence. */
+function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> {
   const { sequence: _sequence, ...record } = step.toRecord();
   return record;
 }
@@ -133,6 +137,7 @@ export async function appendInOneStatement(
     statement = prepareAppend(db);
     appendStatements.set(db, statement);
   }
+  const records = append.steps.map(stepRecord);
   const [row] = await statement.execute({
     runUuid: append.runUuid,
     owner: append.owner,
@@ -142,7 +147,7 @@ export async function appendInOneStatement(
     openStatuses: append.openStatuses,
     maxSequence: append.maxSequence,
     maxRunTokens: append.maxRunTokens,
-    steps: JSON.stringify(append.steps.map(stepJson)),
+    steps: JSON.stringify(records),
     rounds: append.rollups.rounds,
     promptTokens: append.rollups.promptTokens,
     completionTokens: append.rollups.completionTokens,
@@ -151,12 +156,17 @@ export async function appendInOneStatement(
   const raw = row?.result;
   if (!raw) throw new Error('append_run_steps returned nothing');
   switch (raw.outcome) {
-    case 'appended':
-      return {
-        outcome: raw.outcome,
-        run: runFromJson(raw.run ?? {}),
-        steps: (raw.steps ?? []).map(stepFromJson),
-      };
+    case 'appended': {
+      const run = runFromJson(raw.run ?? {});
+      const ids = raw.ids ?? [];
+      const first = raw.firstSequence ?? 0;
+      if (ids.length !== records.length) throw new Error('append_run_steps stored another number of steps');
+      // The rows as sent: the column values are those the statement stored.
+      const steps = records.map(
+        (record, i): StepRow => ({ ...record, id: ids[i] ?? 0, runId: run.id, sequence: first + i }),
+      );
+      return { outcome: raw.outcome, run, steps };
+    }
     case 'replayed':
       return {
         outcome: raw.outcome,
