@@ -101,7 +101,14 @@ async function peakMemory<T>(
   service: Service,
   work: () => Promise<T>,
 ): Promise<{ result: T; peak: MemorySample }> {
-  const peak: MemorySample = { rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 };
+  const peak: MemorySample = {
+    rss: 0,
+    heapTotal: 0,
+    heapUsed: 0,
+    external: 0,
+    arrayBuffers: 0,
+    cpuMicros: 0,
+  };
   const take = (sample: MemorySample) => {
     for (const name of Object.keys(peak) as Array<keyof MemorySample>) {
       peak[name] = Math.max(peak[name], sample[name]);
@@ -222,10 +229,13 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
         if (size > 1) await timedWithLatency(40, 8, plain(size, 8, true));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
+          const cpuBefore = (await service.memory()).cpuMicros;
           const api = await load(service.url, key, requests, connections, (i) =>
             body(size, runs[i % connections] ?? '', i),
           );
           if (api.errors > 0) throw new Error(`${api.errors} requests failed`);
+          // The service's own CPU per step: what it costs whatever else the machine runs.
+          const cpuPerStep = ((await service.memory()).cpuMicros - cpuBefore) / (requests * size);
           const direct = await timedWithLatency(requests, connections, plain(size, connections));
           const generated =
             size > 1
@@ -242,6 +252,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             'API / pg': Number((apiRate / pgRate).toFixed(2)),
             'API p50 ms': ms(api.p50),
             'API p99 ms': ms(api.p99),
+            'service CPU µs/step': Math.round(cpuPerStep),
             'pg p50 ms': ms(quantile(direct.latencies, 0.5)),
             'pg p99 ms': ms(quantile(direct.latencies, 0.99)),
             'pg generated steps/s': generated ? perSecond(requests * size, generated.seconds) : '-',

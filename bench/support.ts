@@ -43,6 +43,8 @@ export interface MemorySample {
   heapUsed: number;
   external: number;
   arrayBuffers: number;
+  /** CPU time the service has used so far (user + system), in microseconds. */
+  cpuMicros: number;
 }
 
 export interface ServiceOptions {
@@ -75,6 +77,7 @@ export async function startService(url: string, options: ServiceOptions = {}): P
     },
   );
   const samples: Array<(sample: MemorySample) => void> = [];
+  let asked = Promise.resolve();
   let output = '';
   const endpoint = await new Promise<string>((resolve, reject) => {
     child.stdout?.on('data', (chunk) => {
@@ -91,11 +94,21 @@ export async function startService(url: string, options: ServiceOptions = {}): P
   });
   return {
     url: endpoint,
-    memory: () =>
-      new Promise((resolve) => {
-        samples.push(resolve);
-        child.kill('SIGUSR2');
-      }),
+    // One question at a time: signals sent close together may arrive as one.
+    memory: () => {
+      const next = asked.then(
+        () =>
+          new Promise<MemorySample>((resolve) => {
+            samples.push(resolve);
+            child.kill('SIGUSR2');
+          }),
+      );
+      asked = next.then(
+        () => {},
+        () => {},
+      );
+      return next;
+    },
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
