@@ -4,6 +4,7 @@ import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
 import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
+import { forgetKey } from './api-keys.ts';
 import type { Database } from './connection.ts';
 import type { RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
@@ -174,6 +175,10 @@ export async function appendInOneStatement(
         run: runFromJson(raw.run ?? {}),
         steps: (raw.steps ?? []).map(stepFromJson),
       };
+    case 'unauthenticated':
+      // The key is revoked: the next request with it reads it, and is refused there.
+      if (append.keyHash) forgetKey(db, append.keyHash);
+      return { outcome: raw.outcome };
     default:
       return { outcome: raw.outcome };
   }
