@@ -5,14 +5,14 @@ import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 
 const START = `mutation { startRun(input: { configuration: "write-path" }) {
-  ... on MutationStartRunSuccess { data { uuid } } } }`;
+  ... on StartRunSuccess { data { uuid } } } }`;
 const RECORD = `mutation ($u: String!, $d: Int!) { recordToolExecution(input: { runUuid: $u, round: 2, durationMs: $d,
   toolName: "search", arguments: { q: "x" }, result: "found", isError: false }) {
-  __typename ... on Error { code } ... on MutationRecordToolExecutionSuccess { data { replayed run { rounds } steps { sequence } } } } }`;
+  __typename ... on Error { code } ... on RecordedStepsSuccess { data { replayed run { rounds } steps { sequence } } } } }`;
 const BATCH = `mutation ($u: String!, $k: String) { recordSteps(input: { runUuid: $u, idempotencyKey: $k, steps: [
   { kind: TOOL, round: 1, durationMs: 1, toolName: "a", isError: false, content: "x" },
   { kind: LLM, round: 3, durationMs: 1, model: { promptTokens: 10, completionTokens: 4, estimatedCost: 0.25 } }] }) {
-  __typename ... on Error { code } ... on MutationRecordStepsSuccess { data { replayed steps { sequence kind } run { rounds } } } } }`;
+  __typename ... on Error { code } ... on RecordedStepsSuccess { data { replayed steps { sequence kind } run { rounds } } } } }`;
 
 type Recorded = {
   __typename: string;
@@ -84,7 +84,7 @@ describe.each(backendNames)('the write path (%s)', (backend) => {
     const started = await api.query<{ startRun: { data: { uuid: string } } }>(START, {}, as);
     const uuid = started.data?.startRun.data.uuid ?? '';
     const ok = await api.query<{ recordToolExecution: Recorded }>(RECORD, { u: uuid, d: 1 }, as);
-    expect(ok.data?.recordToolExecution.__typename).toBe('MutationRecordToolExecutionSuccess');
+    expect(ok.data?.recordToolExecution.__typename).toBe('RecordedStepsSuccess');
 
     // Revoked by SQL, as another process would: this process is not told.
     await api.db
