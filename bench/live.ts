@@ -126,9 +126,9 @@ export async function benchLive(): Promise<void> {
   const key = await benchKey(url);
   const keys = await watcherKeys(url, STREAMS);
   const env = { HTTP_MAX_CONNECTIONS: String(STREAMS + 100) };
-  const a = await startService(url, env);
-  const b = await startService(url, env);
-  const memory = await startService(url, { ...env, RUNLEDGER_LIVE_CHANNEL: 'memory' });
+  const a = await startService(url, { env });
+  const b = await startService(url, { env });
+  const memory = await startService(url, { env: { ...env, RUNLEDGER_LIVE_CHANNEL: 'memory' } });
   const open: SseReader[] = [];
   try {
     const rows: Array<Record<string, string | number>> = [];

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -37,6 +37,8 @@ export interface Service {
   url: string;
   /** The service's process, for reading its memory. */
   pid: number;
+  /** The service's process.memoryUsage(), in bytes. */
+  memory(): Promise<MemorySample>;
   stop(): Promise<void>;
 }
 
@@ -47,25 +49,79 @@ export function rssMb(pid: number): number {
   return kb / 1024;
 }
 
-/** The real entry point in its own process, so load and service do not share an event loop. */
-export async function startService(url: string, env: Record<string, string> = {}): Promise<Service> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export interface MemorySample {
+  rss: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  /** CPU time the service has used so far (user + system), in microseconds. */
+  cpuMicros: number;
+}
+
+export interface ServiceOptions {
+  /** Arguments for node before the entry point (--cpu-prof, ...). */
+  nodeArgs?: string[];
+  /** Environment of the service on top of the benchmark's own. */
+  env?: Record<string, string>;
+}
+
+/**
+ * The real entry point in its own process, so load and service do not share an
+ * event loop: compiled JavaScript under plain node, as `npm start` runs it
+ * (built first when the sources changed). `url` empty: the embedded database
+ * (set PGLITE_DATA_DIR in `env`).
+ */
+export async function startService(url: string, options: ServiceOptions = {}): Promise<Service> {
+  const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: 'inherit',
   });
+  if (build.status !== 0) throw new Error('the build failed');
+  const probe = fileURLToPath(new URL('./memory-probe.mjs', import.meta.url));
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [...(options.nodeArgs ?? []), '--import', probe, 'dist/src/main.js'],
+    {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...options.env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  const samples: Array<(sample: MemorySample) => void> = [];
+  let asked = Promise.resolve();
+  let output = '';
   const endpoint = await new Promise<string>((resolve, reject) => {
-    let output = '';
     child.stdout?.on('data', (chunk) => {
       output += String(chunk);
       const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
       if (match?.[1]) resolve(match[1]);
+      for (let line = /memory (\{.*\})\n/.exec(output); line; line = /memory (\{.*\})\n/.exec(output)) {
+        output = output.slice(line.index + line[0].length);
+        samples.shift()?.(JSON.parse(line[1] ?? '{}') as MemorySample);
+      }
+      if (output.length > 100_000) output = output.slice(-10_000);
     });
     child.once('exit', (code) => reject(new Error(`service exited with ${code}: ${output}`)));
   });
   return {
     url: endpoint,
     pid: child.pid ?? 0,
+    // One question at a time: signals sent close together may arrive as one.
+    memory: () => {
+      const next = asked.then(
+        () =>
+          new Promise<MemorySample>((resolve) => {
+            samples.push(resolve);
+            child.kill('SIGUSR2');
+          }),
+      );
+      asked = next.then(
+        () => {},
+        () => {},
+      );
+      return next;
+    },
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
@@ -75,8 +131,8 @@ export async function startService(url: string, env: Record<string, string> = {}
 }
 
 /** A key for the benchmark's actor, with every permission, written straight into the database. */
-export async function benchKey(url: string): Promise<string> {
-  const handle = await openDatabase({ url });
+export async function benchKey(url: string, dataDir?: string): Promise<string> {
+  const handle = await openDatabase({ url, dataDir });
   try {
     await migrate(handle);
     return (await createApiKey(handle.db, 'bench', PERMISSIONS)).key;
@@ -142,7 +198,7 @@ export async function load(
   total: number,
   connections: number,
   body: (i: number) => unknown,
-): Promise<{ seconds: number; p50: number; p97_5: number; errors: number }> {
+): Promise<{ seconds: number; p50: number; p97_5: number; p99: number; errors: number }> {
   let i = 0;
   const started = process.hrtime.bigint();
   const result = await autocannon({
@@ -166,6 +222,7 @@ export async function load(
     seconds: Number(process.hrtime.bigint() - started) / 1e9,
     p50: result.latency.p50,
     p97_5: result.latency.p97_5,
+    p99: result.latency.p99,
     errors: result.errors + result.non2xx,
   };
 }

@@ -70,7 +70,7 @@ export function createServer({
   return createYoga<Record<string, never>, Context>({
     schema,
     graphiql: graphiql ?? !production,
-    context: ({ request }) => createContext(handle, request, tools, events),
+    context: ({ request, params }) => createContext(handle, request, tools, events, params),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
     // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.

@@ -36,15 +36,67 @@ export async function createApiKey(
   return { key, row };
 }
 
-/** The actor a presented key stands for; null for a missing, unknown or revoked key. */
-export async function actorForKey(db: Database, key: string): Promise<Actor | null> {
+/** The hash a presented key is stored by; null for what cannot be a key. */
+export function keyHashOf(key: string): string | null {
   if (!key.startsWith(KEY_PREFIX) || key.length > 100) return null;
+  return hashKey(key);
+}
+
+/**
+ * Actors of keys read recently, per database, by key hash. A key's actor and
+ * permissions never change, only whether it is active: a remembered actor is
+ * used only by writes that check the key in their own statement
+ * (`append_run_steps`), every other request reads the key. Bounded: when full
+ * it starts again empty.
+ */
+const remembered = new WeakMap<Database, Map<string, Actor>>();
+
+function memoryOf(db: Database): Map<string, Actor> {
+  let memory = remembered.get(db);
+  if (!memory) {
+    memory = new Map();
+    remembered.set(db, memory);
+  }
+  return memory;
+}
+
+/** The actor of a key read earlier in this process; null when none is remembered. */
+export function rememberedActor(db: Database, keyHash: string): Actor | null {
+  return remembered.get(db)?.get(keyHash) ?? null;
+}
+
+/** Forgets a key: the next request with it reads it. */
+export function forgetKey(db: Database, keyHash: string): void {
+  remembered.get(db)?.delete(keyHash);
+}
+
+/** The actor a presented key stands for, read from the database; null for a missing, unknown or revoked key. */
+export async function actorForKey(db: Database, key: string): Promise<Actor | null> {
+  const keyHash = keyHashOf(key);
+  if (keyHash === null) return null;
   const [row] = await db
     .select({ actor: apiKeys.actor, permissions: apiKeys.permissions })
     .from(apiKeys)
-    .where(and(eq(apiKeys.keyHash, hashKey(key)), isNull(apiKeys.revokedAt)));
-  if (!row) return null;
-  return { name: row.actor, permissions: new Set(row.permissions as Permission[]) };
+    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)));
+  if (!row) {
+    forgetKey(db, keyHash);
+    return null;
+  }
+  const actor: Actor = { name: row.actor, permissions: new Set(row.permissions as Permission[]) };
+  const memory = memoryOf(db);
+  if (memory.size >= Limits.rememberedApiKeys) memory.clear();
+  memory.set(keyHash, actor);
+  return actor;
+}
+
+/** Whether the key with this hash is active now. */
+export async function isKeyActive(db: Database, keyHash: string): Promise<boolean> {
+  const [row] = await db
+    .select({ id: apiKeys.id })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)));
+  if (!row) forgetKey(db, keyHash);
+  return row !== undefined;
 }
 
 export function listApiKeys(db: Database): Promise<ApiKeyRow[]> {
@@ -54,11 +106,14 @@ export function listApiKeys(db: Database): Promise<ApiKeyRow[]> {
 /** Revokes by id or by the key's printed prefix; the next request with that key is refused. */
 export async function revokeApiKey(db: Database, idOrPrefix: string): Promise<ApiKeyRow[]> {
   const byId = /^\d{1,15}$/.test(idOrPrefix) ? eq(apiKeys.id, Number(idOrPrefix)) : undefined;
-  return db
+  const revoked = await db
     .update(apiKeys)
     .set({ revokedAt: new Date() })
     .where(and(isNull(apiKeys.revokedAt), or(byId, eq(apiKeys.keyPrefix, idOrPrefix))))
     .returning();
+  // Another process's revocation is seen by the next write's statement; this one's at once.
+  for (const row of revoked) forgetKey(db, row.keyHash);
+  return revoked;
 }
 
 export async function countActiveApiKeys(db: Database): Promise<number> {

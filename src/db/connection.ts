@@ -95,8 +95,23 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): OpenOption
     url: env.DATABASE_URL || undefined,
     dataDir: env.PGLITE_DATA_DIR || DEFAULT_PGLITE_DIR,
     timeouts: timeoutsFromEnv(env),
+    ...poolSizeFromEnv(env),
   };
 }
+
+/** DATABASE_POOL_SIZE: connections to PostgreSQL at most (default DEFAULT_POOL_SIZE). */
+function poolSizeFromEnv(env: NodeJS.ProcessEnv): { poolSize?: number } {
+  const raw = env.DATABASE_POOL_SIZE;
+  if (raw === undefined || raw === '') return {};
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 1 || value > 1_000) {
+    throw new Error(`DATABASE_POOL_SIZE must be a whole number from 1 to 1000, not ${JSON.stringify(raw)}`);
+  }
+  return { poolSize: value };
+}
+
+/** Connections to PostgreSQL at most, unless DATABASE_POOL_SIZE says otherwise. */
+export const DEFAULT_POOL_SIZE = 10;
 
 export async function openDatabase(options: OpenOptions = optionsFromEnv()): Promise<DatabaseHandle> {
   const logger: Logger | undefined = options.onQuery
@@ -165,7 +180,7 @@ function guardClient(client: pg.PoolClient): void {
 async function openPostgres(
   url: string,
   logger: Logger | undefined,
-  poolSize = 10,
+  poolSize = DEFAULT_POOL_SIZE,
   timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS,
 ): Promise<DatabaseHandle> {
   const pool = new pg.Pool({

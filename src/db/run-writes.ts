@@ -2,8 +2,9 @@ import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
-import type { RunStep } from '../domain/run-step.ts';
+import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
+import { forgetKey } from './api-keys.ts';
 import type { Database } from './connection.ts';
 import type { RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
@@ -22,6 +23,165 @@ export interface RunInsert {
   status: Extract<RunStatus, 'queued' | 'running'>;
   createdAt: Date;
   startedAt: Date | null;
+}
+
+/** What one call of `append_run_steps` (migration 0018) is asked to do. */
+export interface OneStatementAppend {
+  runUuid: string;
+  /** The only owner whose runs take the steps here; null: any owner (trusted writers). */
+  owner: string | null;
+  /** The hash of the request's API key, checked active in the same statement; null: checked already. */
+  keyHash: string | null;
+  idempotencyKey: string | null;
+  fingerprint: string;
+  /** The statuses in which a run takes any step. */
+  openStatuses: readonly RunStatus[];
+  maxSequence: number;
+  maxRunTokens: number;
+  /** The steps, numbered by the statement from the run's last sequence + 1 (their own sequence is ignored). */
+  steps: readonly RunStep[];
+  rollups: RunRollups;
+}
+
+/**
+ * What the statement did. `judge`: nothing written, the run needs the
+ * domain's rules (terminal, another owner, a limit); `replayed`: the key had
+ * been seen, nothing written, the stored steps returned.
+ */
+export type OneStatementOutcome =
+  | { outcome: 'unauthenticated' | 'not_found' | 'judge' }
+  | { outcome: 'replayed'; fingerprint: string; run: RunRow; steps: StepRow[] }
+  | { outcome: 'appended'; run: RunRow; steps: StepRow[] };
+
+/** A row as `to_jsonb` writes it: snake_case names, timestamps as ISO text. */
+type JsonRow = Record<string, unknown>;
+
+const dateOrNull = (value: unknown): Date | null => (typeof value === 'string' ? new Date(value) : null);
+
+function runFromJson(row: JsonRow): RunRow {
+  return {
+    id: Number(row.id),
+    uuid: String(row.uuid),
+    owner: String(row.owner),
+    configuration: String(row.configuration),
+    status: String(row.status),
+    terminationReason: (row.termination_reason as string | null) ?? null,
+    rounds: Number(row.rounds),
+    promptTokens: Number(row.prompt_tokens),
+    completionTokens: Number(row.completion_tokens),
+    estimatedCost: Number(row.estimated_cost),
+    createdAt: new Date(String(row.created_at)),
+    startedAt: dateOrNull(row.started_at),
+    finishedAt: dateOrNull(row.finished_at),
+  };
+}
+
+function stepFromJson(row: JsonRow): StepRow {
+  return {
+    id: Number(row.id),
+    runId: Number(row.run_id),
+    sequence: Number(row.sequence),
+    kind: String(row.kind),
+    round: Number(row.round),
+    durationMs: Number(row.duration_ms),
+    occurredAt: new Date(String(row.occurred_at)),
+    toolName: (row.tool_name as string | null) ?? null,
+    server: (row.server as string | null) ?? null,
+    toolIsError: (row.tool_is_error as boolean | null) ?? null,
+    toolOutcome: (row.tool_outcome as string | null) ?? null,
+    payload: row.payload as StepRow['payload'],
+    metadata: row.metadata as StepRow['metadata'],
+  };
+}
+
+type RawOutcome = {
+  outcome: OneStatementOutcome['outcome'];
+  fingerprint?: string;
+  run?: JsonRow;
+  /** A replay's stored steps. */
+  steps?: JsonRow[];
+  /** An append's new steps: their ids in order, from this sequence on. */
+  ids?: number[];
+  firstSequence?: number;
+};
+
+/** One prepared statement per database (or transaction): named, so PostgreSQL parses and plans it once per connection. */
+const appendStatements = new WeakMap<Database, ReturnType<typeof prepareAppend>>();
+
+function prepareAppend(db: Database) {
+  const p = (name: string) => sql.placeholder(name);
+  return db
+    .select({ result: sql<RawOutcome>`appended` })
+    .from(
+      sql`append_run_steps(${p('runUuid')}::uuid, ${p('owner')}::text, ${p('keyHash')}::text, ${p('idempotencyKey')}::text, ${p('fingerprint')}::text, ${p('openStatuses')}::text[], ${p('maxSequence')}::bigint, ${p('maxRunTokens')}::bigint, ${p('steps')}::jsonb, ${p('rounds')}::int, ${p('promptTokens')}::bigint, ${p('completionTokens')}::bigint, ${p('estimatedCost')}::numeric) AS appended`,
+    )
+    .prepare('append_run_steps');
+}
+
+/** The step as the statement reads it: the columns of run_steps but id, run_id and sequence. */
+function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> {
+  const { sequence: _sequence, ...record } = step.toRecord();
+  return record;
+}
+
+/**
+ * Appends in one statement and one round trip (migration 0018): the run's
+ * lock, the next sequence, the idempotency key, the rows, the key's claim and
+ * the run's rollups, all or nothing.
+ */
+export async function appendInOneStatement(
+  db: Database,
+  append: OneStatementAppend,
+): Promise<OneStatementOutcome> {
+  let statement = appendStatements.get(db);
+  if (!statement) {
+    statement = prepareAppend(db);
+    appendStatements.set(db, statement);
+  }
+  const records = append.steps.map(stepRecord);
+  const [row] = await statement.execute({
+    runUuid: append.runUuid,
+    owner: append.owner,
+    keyHash: append.keyHash,
+    idempotencyKey: append.idempotencyKey,
+    fingerprint: append.fingerprint,
+    openStatuses: append.openStatuses,
+    maxSequence: append.maxSequence,
+    maxRunTokens: append.maxRunTokens,
+    steps: JSON.stringify(records),
+    rounds: append.rollups.rounds,
+    promptTokens: append.rollups.promptTokens,
+    completionTokens: append.rollups.completionTokens,
+    estimatedCost: append.rollups.estimatedCost,
+  });
+  const raw = row?.result;
+  if (!raw) throw new Error('append_run_steps returned nothing');
+  switch (raw.outcome) {
+    case 'appended': {
+      const run = runFromJson(raw.run ?? {});
+      const ids = raw.ids ?? [];
+      const first = raw.firstSequence ?? 0;
+      if (ids.length !== records.length) throw new Error('append_run_steps stored another number of steps');
+      // The rows as sent: the column values are those the statement stored.
+      const steps = records.map(
+        (record, i): StepRow => ({ ...record, id: ids[i] ?? 0, runId: run.id, sequence: first + i }),
+      );
+      return { outcome: raw.outcome, run, steps };
+    }
+    case 'replayed':
+      return {
+        outcome: raw.outcome,
+        fingerprint: raw.fingerprint ?? '',
+        run: runFromJson(raw.run ?? {}),
+        steps: (raw.steps ?? []).map(stepFromJson),
+      };
+    case 'unauthenticated':
+      // The key is revoked: the next request with it reads it, and is refused there.
+      if (append.keyHash) forgetKey(db, append.keyHash);
+      return { outcome: raw.outcome };
+    default:
+      return { outcome: raw.outcome };
+  }
 }
 
 /** Inserts the run; null when a run with its uuid is already there. */

@@ -7,6 +7,9 @@ export const TRUNCATION_MARKER = `\n…[tool result truncated at ${MAX_CONTENT_B
 export const ARTIFACTS_OMITTED_TITLE = 'Artifacts omitted';
 
 const utf8 = new TextEncoder();
+
+/** The UTF-8 length of text, counted without encoding it. */
+export const utf8Bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
 // ignoreBOM: a leading U+FEFF is content, kept like any other character.
 const lenientUtf8 = new TextDecoder('utf-8', { fatal: false, ignoreBOM: true });
 
@@ -85,6 +88,8 @@ export function repairFacts(count: RepairCount): { repairedCharacters?: number }
  */
 export function boundContent(input: string | Uint8Array, count: RepairCount = new RepairCount()): string {
   const text = repairText(typeof input === 'string' ? input : toValidUtf8(input), count);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: short text needs no count.
+  if (text.length * 3 <= MAX_CONTENT_BYTES || utf8Bytes(text) <= MAX_CONTENT_BYTES) return text;
   const bytes = utf8.encode(text);
   if (bytes.length <= MAX_CONTENT_BYTES) return text;
   let end = MAX_CONTENT_BYTES;
@@ -137,7 +142,7 @@ export function boundArtifacts(
     const why = error instanceof NotEncodable ? error.message : 'not encodable';
     return omitted(`Artifacts could not be encoded as JSON (${why}).`);
   }
-  const size = utf8.encode(encoded).length;
+  const size = utf8Bytes(encoded);
   if (size > MAX_ARTIFACT_BYTES) {
     return omitted(`Artifacts were ${size} bytes as JSON, over the limit of ${MAX_ARTIFACT_BYTES}.`);
   }

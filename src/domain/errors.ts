@@ -79,3 +79,10 @@ export class SubscriptionLimitError extends DomainError {
     );
   }
 }
+
+/** The API key a request came with is no longer active (revoked since it was last read). */
+export class KeyNotActiveError extends DomainError {
+  constructor() {
+    super('UNAUTHENTICATED', 'the API key is unknown or revoked');
+  }
+}

@@ -1,4 +1,4 @@
-import { isStorableText } from './bounding.ts';
+import { isStorableText, utf8Bytes } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 
 /**
@@ -53,6 +53,8 @@ export const Limits = {
   latestInstantMs: Date.UTC(9999, 11, 31, 23, 59, 59, 999),
   /** How far in the future a client clock may place a step. */
   maxClockSkewMs: 5 * 60_000,
+  /** API keys whose actor the service remembers between requests (per database). */
+  rememberedApiKeys: 1_000,
 } as const;
 
 /** What one statistics query may ask. */
@@ -160,7 +162,6 @@ export function checkNumber(value: number, field: string, min: number, max: numb
   return value;
 }
 
-const utf8 = new TextEncoder();
 const MAX_JSON_DEPTH = 64;
 
 function checkJsonShape(value: unknown, field: string, depth: number): void {
@@ -178,7 +179,7 @@ function checkJsonShape(value: unknown, field: string, depth: number): void {
 /** A JSON value a client sent: finite numbers, at most 64 levels deep, at most `maxBytes` encoded. */
 export function checkJson(value: unknown, field: string, maxBytes: number): void {
   checkJsonShape(value, field, 0);
-  const size = utf8.encode(JSON.stringify(value) ?? 'null').length;
+  const size = utf8Bytes(JSON.stringify(value) ?? 'null');
   if (size > maxBytes) {
     throw new InvalidInputError(
       'VALUE_TOO_LARGE',

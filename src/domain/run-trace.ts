@@ -1,4 +1,10 @@
-import { boundToolResult, RepairCount, repairFacts, repairJson } from './bounding.ts';
+import {
+  boundToolResult,
+  utf8Bytes as byteLength,
+  RepairCount,
+  repairFacts,
+  repairJson,
+} from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
 import { isInstantInRange } from './limits.ts';
 import { type JsonObject, RunStep, StepInvariantError, StepRefusal } from './run-step.ts';
@@ -42,9 +48,6 @@ export function toolStepNeedsResult(field: string): InvalidInputError {
     field,
   );
 }
-
-const utf8 = new TextEncoder();
-const byteLength = (text: string) => utf8.encode(text).length;
 
 /**
  * Turns what happens in a run into its steps, numbered from `nextSequence`.

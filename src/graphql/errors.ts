@@ -1,7 +1,7 @@
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { maskError, type Plugin } from 'graphql-yoga';
 import { isDatabaseUnavailable } from '../db/faults.ts';
-import { DomainError, ForbiddenError, InvalidInputError } from '../domain/errors.ts';
+import { DomainError, ForbiddenError, InvalidInputError, KeyNotActiveError } from '../domain/errors.ts';
 import { RequestLimits } from '../domain/limits.ts';
 
 /**
@@ -140,7 +140,9 @@ function fromDomainError(error: GraphQLError): GraphQLError {
       ? { field: domain.field }
       : domain instanceof ForbiddenError
         ? { permission: domain.permission }
-        : {};
+        : domain instanceof KeyNotActiveError
+          ? { http: { status: 401, headers: { 'www-authenticate': 'Bearer' } } }
+          : {};
   // Without the original error: this is the client's refusal, for yoga neither to mask nor to log.
   return new GraphQLError(domain.message, {
     nodes: error.nodes,

@@ -1,6 +1,8 @@
+import { isKeyActive } from '../db/api-keys.ts';
 import type { Database } from '../db/connection.ts';
 import {
   addRollups,
+  appendInOneStatement,
   claimKey,
   findKeyedRequest,
   insertSteps,
@@ -9,13 +11,19 @@ import {
 } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import type { StepRow } from '../db/steps.ts';
-import { IdempotencyKeyReusedError, RunNotFoundError } from '../domain/errors.ts';
+import {
+  DomainError,
+  IdempotencyKeyReusedError,
+  KeyNotActiveError,
+  RunNotFoundError,
+} from '../domain/errors.ts';
 import { requestFingerprint } from '../domain/idempotency.ts';
 import { checkName, Limits } from '../domain/limits.ts';
 import { canRecordIntoRunOf, requirePermission } from '../domain/permissions.ts';
 import { checkRunAcceptsSteps } from '../domain/run-lifecycle.ts';
-import { stepRollups } from '../domain/run-rollups.ts';
-import type { RunStatus } from '../domain/run-status.ts';
+import { type RunRollups, stepRollups } from '../domain/run-rollups.ts';
+import { isTerminalStatus, RUN_STATUSES, type RunStatus } from '../domain/run-status.ts';
+import type { RunStep } from '../domain/run-step.ts';
 import { RunTrace, type StepCommand } from '../domain/run-trace.ts';
 import { checkUuid } from '../domain/uuid.ts';
 import type { Scope } from './scope.ts';
@@ -34,10 +42,14 @@ export interface AppendRequest {
   runUuid: string;
   /** Whether the run's owner lets the writer in; a run it may not write to is not found. Omitted by trusted writers only. */
   mayWriteTo?: (owner: string) => boolean;
+  /** The owner whose runs `mayWriteTo` admits as a matter of course: the one-statement path takes only these. */
+  writesAs?: string;
   /** A client's retry key, scoped to the run. */
   idempotencyKey?: string | null;
   /** What the request said, for telling a retry from a different request with the same key. */
   fingerprint?: string;
+  /** The hash of an API key remembered, not read, in this request: the append checks it is still active. */
+  keyHash?: string | null;
   build: (trace: RunTrace) => void;
   clock?: () => Date;
 }
@@ -49,16 +61,72 @@ export interface AppendResult {
   replayed: boolean;
 }
 
+/** The statuses in which a run takes any step; in the others the domain decides step by step. */
+const OPEN_STATUSES = RUN_STATUSES.filter((status) => !isTerminalStatus(status));
+
 /**
- * Appends steps to a run, all or nothing. The run row is locked first, so
- * appends to one run are serialised: sequence numbers continue from the last
- * stored one without gaps, an idempotency key is checked and claimed without
- * a race, and the run's rollups (rounds, tokens, cost) change in the same
- * transaction as its steps. Trusted writers (demo data) call this directly;
- * clients go through `recordSteps`.
+ * Appends steps to a run, all or nothing. Appends to one run are serialised
+ * on its row: sequence numbers continue from the last stored one without
+ * gaps, an idempotency key is checked and claimed without a race, and the
+ * run's rollups (rounds, tokens, cost) change in the same transaction as its
+ * steps. Trusted writers (demo data) call this directly; clients go through
+ * `recordSteps`.
+ *
+ * The common case, an open run of the writer's own within every limit, is one
+ * statement and one round trip (`appendInOneStatement`). Whatever needs a
+ * rule's judgement (a terminal run, another owner, a limit, steps the trace
+ * refuses) is decided by `appendJudged`, in a transaction, with the same
+ * answers as ever. This is the one point where an append is known committed.
  */
 export async function appendSteps(db: Database, request: AppendRequest): Promise<AppendResult> {
+  const key = request.idempotencyKey ?? null;
+  const fingerprint = request.fingerprint ?? '';
+  let prepared: { steps: readonly RunStep[]; rollups: RunRollups };
+  try {
+    // Numbered from 1 here; the statement numbers them from the run's last sequence.
+    const trace = new RunTrace({ nextSequence: 1, clock: request.clock });
+    request.build(trace);
+    // The run's own totals are checked by the statement, against the same limit.
+    prepared = {
+      steps: trace.steps,
+      rollups: stepRollups(trace.steps, { promptTokens: 0, completionTokens: 0 }),
+    };
+  } catch (error) {
+    // A refusal is answered in the order the rules give: the run and the key first.
+    if (error instanceof DomainError) return appendJudged(db, request);
+    throw error;
+  }
+  const done = await appendInOneStatement(db, {
+    runUuid: request.runUuid,
+    owner: request.mayWriteTo ? (request.writesAs ?? '') : null,
+    keyHash: request.keyHash ?? null,
+    idempotencyKey: key,
+    fingerprint,
+    openStatuses: OPEN_STATUSES,
+    maxSequence: Limits.maxSequence,
+    maxRunTokens: Limits.maxRunTokens,
+    steps: prepared.steps,
+    rollups: prepared.rollups,
+  });
+  switch (done.outcome) {
+    case 'unauthenticated':
+      throw new KeyNotActiveError();
+    case 'not_found':
+      throw new RunNotFoundError(request.runUuid);
+    case 'replayed':
+      if (done.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(key ?? '');
+      return { run: done.run, steps: done.steps, replayed: true };
+    case 'appended':
+      return { run: done.run, steps: done.steps, replayed: false };
+    case 'judge':
+      return appendJudged(db, { ...request, keyHash: null });
+  }
+}
+
+/** The append with every rule applied in TypeScript, step by step, in one transaction. */
+async function appendJudged(db: Database, request: AppendRequest): Promise<AppendResult> {
   return db.transaction(async (tx) => {
+    if (request.keyHash && !(await isKeyActive(tx, request.keyHash))) throw new KeyNotActiveError();
     const run = await lockRun(tx, request.runUuid);
     if (!run || (request.mayWriteTo && !request.mayWriteTo(run.owner))) {
       throw new RunNotFoundError(request.runUuid);
@@ -109,41 +177,63 @@ export interface RecordTarget {
  * run, one transaction, an optional retry key. `request` is what the client
  * sent, fingerprinted to tell a retry from a different request under the same key.
  */
-export function recordSteps(
+export async function recordSteps(
   scope: Scope,
   target: RecordTarget,
   request: unknown,
   commands: (now: Date) => StepCommand[],
 ): Promise<AppendResult> {
-  requirePermission(scope.actor, 'record');
+  await refusedWithKeyChecked(scope, () => requirePermission(scope.actor, 'record'));
   return recordPermitted(scope, target, request, commands);
+}
+
+/**
+ * A refusal before the database is reached, for an actor remembered from its
+ * key rather than read: the key is read first, so a revoked key is answered
+ * as such from the next request on, whatever else is wrong with the request.
+ */
+async function refusedWithKeyChecked<T>(scope: Scope, work: () => T): Promise<T> {
+  try {
+    return work();
+  } catch (error) {
+    if (scope.rememberedKey && !(await isKeyActive(scope.db, scope.rememberedKey))) {
+      throw new KeyNotActiveError();
+    }
+    throw error;
+  }
 }
 
 /** `recordSteps` once the record permission has been checked (callTool checks it before the call). */
 export async function recordPermitted(
-  { db, actor, events }: Scope,
+  scope: Scope,
   target: RecordTarget,
   request: unknown,
   commands: (now: Date) => StepCommand[],
 ): Promise<AppendResult> {
-  const runUuid = checkUuid(target.runUuid);
-  const key = target.idempotencyKey ?? null;
-  if (key !== null) checkName(key, 'idempotencyKey', Limits.idempotencyKeyLength);
+  const { db, actor, events } = scope;
   const now = new Date();
-  const built = commands(now);
+  const checked = await refusedWithKeyChecked(scope, () => {
+    const runUuid = checkUuid(target.runUuid);
+    const key = target.idempotencyKey ?? null;
+    if (key !== null) checkName(key, 'idempotencyKey', Limits.idempotencyKeyLength);
+    return { runUuid, key, built: commands(now) };
+  });
   const result = await appendSteps(db, {
-    runUuid,
+    runUuid: checked.runUuid,
     mayWriteTo: (owner) => canRecordIntoRunOf(actor, owner),
-    idempotencyKey: key,
-    fingerprint: requestFingerprint(request),
+    writesAs: actor.name,
+    idempotencyKey: checked.key,
+    // Only a request with a retry key is ever compared with another.
+    fingerprint: checked.key === null ? '' : requestFingerprint(request),
+    keyHash: scope.rememberedKey ?? null,
     clock: () => now,
     build: (trace) => {
-      for (const command of built) trace.apply(command);
+      for (const command of checked.built) trace.apply(command);
     },
   });
   // Committed: live streams on every instance may read it now. A replay stored nothing new.
   const lastStep = result.steps.at(-1);
-  if (events && !result.replayed && lastStep) await events.runChanged(runUuid, lastStep.sequence);
+  if (events && !result.replayed && lastStep) await events.runChanged(checked.runUuid, lastStep.sequence);
   return result;
 }
 

@@ -8,4 +8,10 @@ export interface Scope {
   actor: Actor;
   /** Where writes announce what they changed, after their commit, to live streams on every instance. */
   events?: RunEvents;
+  /**
+   * The hash of the API key the actor was remembered by, not read from the
+   * database in this request: writes check in their own statement that the
+   * key is still active, so a revocation holds from the next request on.
+   */
+  rememberedKey?: string | null;
 }
