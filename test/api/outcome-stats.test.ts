@@ -436,13 +436,13 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   it('answers an actor who sees only its own runs with its own calls only, by hour, day and week', async () => {
     const ownOnly = { actor: 'bob', permissions: ['read_own_runs'] as const };
     for (const bucket of [null, 'HOUR', 'DAY', 'WEEK'] as const) {
-      const result = await api.query<{ toolOutcomeStats: Group[] }>(
+      const result = await api.query<{ toolOutcomeStats: { groups: Group[] } }>(
         STATS,
         { groupBy: ['SERVER', 'TOOL'], filter: range, bucket },
         ownOnly,
       );
       expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
-      const groups = result.data?.toolOutcomeStats ?? [];
+      const groups = result.data?.toolOutcomeStats.groups ?? [];
       const bobs = calls.filter((c) => c.owner === 'bob');
       const total = (list: readonly Call[]) =>
         list.filter((c) => c.at.getTime() >= from && c.at.getTime() < to).length;
@@ -456,13 +456,13 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         );
     }
     // Asking for another owner's runs finds nothing, without a statement that could leak them.
-    const others = await api.query<{ toolOutcomeStats: Group[] }>(
+    const others = await api.query<{ toolOutcomeStats: { groups: Group[] } }>(
       STATS,
       { groupBy: ['OWNER'], filter: { ...range, owners: ['alice'] } },
       ownOnly,
     );
     expect(others.errors).toBeUndefined();
-    expect(others.data?.toolOutcomeStats).toEqual([]);
+    expect(others.data?.toolOutcomeStats.groups).toEqual([]);
   });
 
   it('counts the same when no percentile is asked for, and finds percentiles asked for in a fragment', async () => {

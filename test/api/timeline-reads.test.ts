@@ -103,9 +103,9 @@ describe.each(backendNames)('timelines and steps read no payload they do not ret
     }
     const data = await ask<{ run: { timeline: Entry[] } }>(TIMELINE, { uuid, locale: 'DE' });
     const lines = data.run.timeline.map((entry) => entry.detail);
-    expect(lines).toContain('fs/read · args 7 B · result 20000 B');
-    expect(lines).toContain('fs/read · created notes#n2');
-    expect(lines).toContain('gpt-x · 100 in / 7 out tokens');
+    expect(lines).toContain('fs/read · Argumente 7 B · Ergebnis 20000 B');
+    expect(lines).toContain('fs/read · angelegt notes#n2');
+    expect(lines).toContain('gpt-x · 100 ein / 7 aus Tokens');
     expect(lines.join('\n')).not.toContain('not on the line');
     expect(lines.join('\n')).not.toContain('secret');
     expect(data.run.timeline.map((entry) => entry.outcomeLabel)).toContain('abgebrochen');
