@@ -2,6 +2,7 @@ import { and, asc, eq, getTableColumns, gt, inArray, lte, type SQL, sql } from '
 import { runSteps } from '../../drizzle/schema.ts';
 import { NO_OUTCOMES, type OutcomeTally } from '../domain/outcome-counts.ts';
 import type { StepKind } from '../domain/step-kind.ts';
+import type { TimelineRecord } from '../domain/timeline.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { Database } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
@@ -17,21 +18,9 @@ export type StepMetaRow = Omit<StepRow, 'payload'> & { payload?: StepRow['payloa
 
 const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
 
-/** What a timeline line is built from: metadata columns and the allow-listed facts, never the payload. */
-export interface TimelineRow {
-  /** The step's id: what TimelineEntry.step loads, only when it is selected. */
+/** What a timeline line is built from (never the payload), and the step's id, which TimelineEntry.step loads only when selected. */
+export interface TimelineRow extends TimelineRecord {
   id: number;
-  sequence: number;
-  kind: string;
-  occurredAt: Date;
-  round: number;
-  durationMs: number;
-  toolName: string | null;
-  server: string | null;
-  toolIsError: boolean | null;
-  toolOutcome: string | null;
-  /** The step's metadata: public facts, of which a detail line shows only the allow-listed ones. */
-  facts: Record<string, unknown>;
 }
 
 export interface StepSlice {
