@@ -1,9 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
-import type { BucketSpec, OutcomeDimension, StatsCell, StatsRange } from '../domain/outcome-stats.ts';
+import type { OutcomeDimension, StatsCell } from '../domain/outcome-stats.ts';
+import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
+import { bucketSql, epochMsSql, inList } from './stats-sql.ts';
 
 export interface StatsQuery {
   groupBy: readonly OutcomeDimension[];
@@ -38,14 +40,6 @@ interface Row {
   histogram?: Array<number | string | bigint>;
 }
 
-function inList(column: SQL, values: readonly string[] | null | undefined): SQL | null {
-  if (!values?.length) return null;
-  return sql`${column} in (${sql.join(
-    values.map((v) => sql`${v}`),
-    sql`, `,
-  )})`;
-}
-
 function toCell(row: Row, histogram: number[]): StatsCell {
   const nullIfEmpty = (value: string | undefined) => (value === undefined || value === '' ? null : value);
   return {
@@ -57,11 +51,6 @@ function toCell(row: Row, histogram: number[]): StatsCell {
     tally: { ok: Number(row.ok), failed: Number(row.failed), cancelled: Number(row.cancelled) },
     histogram,
   };
-}
-
-/** The SQL for a bucket index from an epoch-milliseconds expression. */
-function bucketSql(spec: BucketSpec, epochMs: SQL): SQL {
-  return sql`floor((${epochMs} + ${sql.raw(String(spec.shiftMs))}) / ${sql.raw(String(spec.sizeMs))})::bigint`;
 }
 
 /** Tool calls in [from, to), straight from run_steps: one row per group and duration bucket. */
@@ -81,8 +70,7 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
   if (query.groupBy.includes('tool')) keys.push(sql`coalesce(s.tool_name, '') as tool`);
   if (query.groupBy.includes('configuration')) keys.push(sql`r.configuration as configuration`);
   if (query.groupBy.includes('owner')) keys.push(sql`r.owner as owner`);
-  if (query.spec)
-    keys.push(sql`${bucketSql(query.spec, sql`(extract(epoch from s.occurred_at) * 1000)`)} as bucket`);
+  if (query.spec) keys.push(sql`${bucketSql(query.spec, epochMsSql(sql`s.occurred_at`))} as bucket`);
   const conditions = [
     sql`s.kind = 'tool'`,
     sql`s.occurred_at >= ${from.toISOString()}::timestamptz`,
@@ -128,7 +116,7 @@ interface Rollup {
 const dayText = (at: Date) => at.toISOString().slice(0, 10);
 const daySince = (at: Date) => sql`day >= ${dayText(at)}::date`;
 const dayUntil = (at: Date) => sql`day < ${dayText(at)}::date`;
-const dayEpochMs = sql`(extract(epoch from day::timestamp) * 1000)`;
+const dayEpochMs = epochMsSql(sql`day::timestamp`);
 
 const ROLLUPS = {
   /** (UTC day, server, tool): the smallest, for what needs neither owner nor configuration. */
@@ -146,7 +134,7 @@ const ROLLUPS = {
     table: 'tool_outcome_hourly',
     since: (at) => sql`hour >= ${at.toISOString()}::timestamptz`,
     until: (at) => sql`hour < ${at.toISOString()}::timestamptz`,
-    epochMs: sql`(extract(epoch from hour) * 1000)`,
+    epochMs: epochMsSql(sql`hour`),
     byRun: true,
   },
 } as const satisfies Record<string, Rollup>;

@@ -1,89 +1,9 @@
 import { DURATION_BUCKETS, histogramQuantile } from './duration-histogram.ts';
-import { InvalidInputError } from './errors.ts';
-import { STATS_LIMITS } from './limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
+import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
 
 export type OutcomeDimension = 'server' | 'tool' | 'configuration' | 'owner';
-export type TimeBucket = 'hour' | 'day' | 'week';
 export type OutcomeOrderField = 'total' | 'failed' | 'failureRate' | 'key';
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
-export const BUCKET_MS: Readonly<Record<TimeBucket, number>> = {
-  hour: HOUR_MS,
-  day: DAY_MS,
-  week: 7 * DAY_MS,
-};
-/** Weeks start on Monday; 1970-01-01 was a Thursday. */
-const BUCKET_ANCHOR_MS: Readonly<Record<TimeBucket, number>> = { hour: 0, day: 0, week: 4 * DAY_MS };
-
-/** How instants map to time buckets: `index = floor((t + offset - anchor) / size)`. */
-export interface BucketSpec {
-  bucket: TimeBucket;
-  sizeMs: number;
-  /** offset - anchor, in ms: add to an epoch ms before dividing by the size. */
-  shiftMs: number;
-}
-
-export function bucketSpec(bucket: TimeBucket, utcOffsetMinutes: number): BucketSpec {
-  return { bucket, sizeMs: BUCKET_MS[bucket], shiftMs: utcOffsetMinutes * 60_000 - BUCKET_ANCHOR_MS[bucket] };
-}
-
-export function bucketIndex(spec: BucketSpec, at: Date): number {
-  return Math.floor((at.getTime() + spec.shiftMs) / spec.sizeMs);
-}
-
-export function bucketStart(spec: BucketSpec, index: number): Date {
-  return new Date(index * spec.sizeMs - spec.shiftMs);
-}
-
-export interface StatsRange {
-  from: Date;
-  to: Date;
-}
-
-/** The range asked for, or the last 30 days; refused when empty, reversed or too long. */
-export function statsRange(
-  from: Date | null | undefined,
-  to: Date | null | undefined,
-  now: Date,
-): StatsRange {
-  const end = to ?? now;
-  const start = from ?? new Date(end.getTime() - STATS_LIMITS.defaultRangeDays * DAY_MS);
-  if (start.getTime() >= end.getTime()) {
-    throw new InvalidInputError('RANGE_EMPTY', 'occurredAfter must be before occurredBefore', 'filter');
-  }
-  if (end.getTime() - start.getTime() > STATS_LIMITS.maxRangeDays * DAY_MS) {
-    throw new InvalidInputError(
-      'RANGE_TOO_LONG',
-      `the range may span at most ${STATS_LIMITS.maxRangeDays} days`,
-      'filter',
-    );
-  }
-  return { from: start, to: end };
-}
-
-export function checkBucketCount(spec: BucketSpec, range: StatsRange): void {
-  const count = bucketIndex(spec, new Date(range.to.getTime() - 1)) - bucketIndex(spec, range.from) + 1;
-  if (count > STATS_LIMITS.maxBuckets) {
-    throw new InvalidInputError(
-      'TOO_MANY_BUCKETS',
-      `the range holds ${count} ${spec.bucket} buckets, over ${STATS_LIMITS.maxBuckets}: use a larger bucket or a shorter range`,
-      'bucket',
-    );
-  }
-}
-
-export function checkUtcOffset(minutes: number): number {
-  if (!Number.isInteger(minutes) || Math.abs(minutes) > STATS_LIMITS.maxUtcOffsetMinutes) {
-    throw new InvalidInputError(
-      'VALUE_OUT_OF_RANGE',
-      'utcOffsetMinutes must be an integer within ±840',
-      'utcOffsetMinutes',
-    );
-  }
-  return minutes;
-}
 
 /** One slice of counted tool calls, as the database returns it. */
 export interface StatsCell {
@@ -216,14 +136,10 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
 
   const spec = options.spec;
   if (!spec) return ordered.map((group) => toGroup(group.cell, null));
-  const firstBucket = bucketIndex(spec, options.range.from);
-  const lastBucket = bucketIndex(spec, new Date(options.range.to.getTime() - 1));
-  return ordered.flatMap((group) => {
-    const rows: OutcomeGroup[] = [];
-    for (let bucket = firstBucket; bucket <= lastBucket; bucket += 1) {
-      const cell = group.byBucket.get(bucket) ?? emptyCell(group.cell, bucket);
-      rows.push(toGroup(cell, bucketStart(spec, bucket)));
-    }
-    return rows;
-  });
+  const buckets = bucketIndices(spec, options.range);
+  return ordered.flatMap((group) =>
+    buckets.map((bucket) =>
+      toGroup(group.byBucket.get(bucket) ?? emptyCell(group.cell, bucket), bucketStart(spec, bucket)),
+    ),
+  );
 }

@@ -2,19 +2,19 @@ import { outcomeStatsCells } from '../db/outcome-stats.ts';
 import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
-  type BucketSpec,
-  bucketSpec,
-  checkBucketCount,
-  checkUtcOffset,
   type OutcomeDimension,
   type OutcomeGroup,
   type OutcomeOrderField,
-  type StatsRange,
-  statsRange,
   summarise,
-  type TimeBucket,
 } from '../domain/outcome-stats.ts';
 import { restrictOwners } from '../domain/permissions.ts';
+import {
+  type BucketSpec,
+  type StatsRange,
+  statsRange,
+  statsWindow,
+  type TimeBucket,
+} from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { Scope } from './scope.ts';
 
@@ -111,9 +111,15 @@ export async function toolOutcomeStats(
 
 function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) {
   const filter = request.filter ?? {};
-  const range = statsRange(filter.occurredAfter, filter.occurredBefore, now);
-  const spec = request.bucket ? bucketSpec(request.bucket, checkUtcOffset(request.utcOffsetMinutes)) : null;
-  if (spec) checkBucketCount(spec, range);
+  const { range, spec } = statsWindow(
+    {
+      after: filter.occurredAfter,
+      before: filter.occurredBefore,
+      bucket: request.bucket,
+      utcOffsetMinutes: request.utcOffsetMinutes,
+    },
+    now,
+  );
   return outcomeGroups(scope, {
     groupBy: request.groupBy,
     range,

@@ -1,0 +1,21 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { BucketSpec } from '../domain/time-buckets.ts';
+
+/** `column in (...)`, or nothing (null) when no value is asked for. */
+export function inList(column: SQL, values: readonly string[] | null | undefined): SQL | null {
+  if (!values?.length) return null;
+  return sql`${column} in (${sql.join(
+    values.map((v) => sql`${v}`),
+    sql`, `,
+  )})`;
+}
+
+/** The SQL for a bucket index from an epoch-milliseconds expression: the domain's `bucketIndex`, in the database. */
+export function bucketSql(spec: BucketSpec, epochMs: SQL): SQL {
+  return sql`floor((${epochMs} + ${sql.raw(String(spec.shiftMs))}) / ${sql.raw(String(spec.sizeMs))})::bigint`;
+}
+
+/** Epoch milliseconds of a timestamptz column. */
+export function epochMsSql(column: SQL): SQL {
+  return sql`(extract(epoch from ${column}) * 1000)`;
+}
