@@ -11,6 +11,7 @@ import './types/json.ts';
 import './types/errors.ts';
 import './types/recording.ts';
 import './types/outcome-stats.ts';
+import './types/run-stats.ts';
 import './types/mcp-server.ts';
 import './types/viewer.ts';
 import './types/live.ts';

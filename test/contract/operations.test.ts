@@ -192,6 +192,17 @@ describe.each(backendNames)('the client operations, run as a frontend runs them 
       input: { uuid: run, status: 'COMPLETED', terminationReason: 'COMPLETED' },
     });
     expect(finished.data?.finishRun).toMatchObject({ __typename: 'FinishRunSuccess' });
+    const stats = await send('RunStats', {
+      groupBy: ['STATUS', 'TERMINATION_REASON'],
+      bucket: 'DAY',
+      filter: { configurations: ['operations'] },
+      utcOffsetMinutes: 60,
+    });
+    expect(stats.errors).toBeUndefined();
+    const series = (stats.data?.runStats as { groups: Array<{ runs: number }> } | undefined)?.groups ?? [];
+    expect(series.filter((group) => group.runs > 0)).toEqual([
+      expect.objectContaining({ status: 'COMPLETED', terminationReason: 'COMPLETED', runs: 1 }),
+    ]);
     const cancelled = await send('CancelRun', { input: { uuid: run } });
     expect(cancelled.data?.cancelRun).toEqual({
       __typename: 'RunTerminalError',

@@ -16,7 +16,7 @@ const OutcomeGroupByEnum = builder.enumType('OutcomeGroupBy', {
   } as const,
 });
 
-const TimeBucketEnum = builder.enumType('TimeBucket', {
+export const TimeBucketEnum = builder.enumType('TimeBucket', {
   description: 'Buckets aligned in UTC, or at utcOffsetMinutes. Weeks start on Monday.',
   values: { HOUR: { value: 'hour' }, DAY: { value: 'day' }, WEEK: { value: 'week' } } as const,
 });
