@@ -4,6 +4,7 @@ import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
+import { GRAPHIQL_OPTIONS, renderGraphiQLPage, useGraphiQLAssets } from './graphql/graphiql.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import {
@@ -67,9 +68,12 @@ export function createServer({
   let otlp: Promise<(request: Request) => Promise<Response>> | undefined;
   // A cancel on any instance cuts off the calls this process holds for the run.
   events.onCancel((runUuid) => calls.abortCallsOf(runUuid));
+  const withGraphiQL = graphiql ?? !production;
   return createYoga<Record<string, never>, Context>({
     schema,
-    graphiql: graphiql ?? !production,
+    // GraphiQL and every asset of it from this service (no CDN), with the key's header to fill in.
+    graphiql: withGraphiQL ? GRAPHIQL_OPTIONS : false,
+    renderGraphiQL: renderGraphiQLPage,
     context: ({ request, params }) => createContext(handle, request, tools, events, params),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
@@ -85,6 +89,7 @@ export function createServer({
           endResponse(await (await otlp)(request));
         },
       },
+      ...(withGraphiQL ? [useGraphiQLAssets()] : []),
       ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments, handle)] : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
