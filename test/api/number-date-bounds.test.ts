@@ -195,6 +195,10 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
         `{ toolOutcomeStats(groupBy: [SERVER], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter}) { groups { bucketStart } } }`,
       );
       expect(result.errors).toBeUndefined();
+      const runStats = await api.query(
+        `{ runStats(groupBy: [STATUS], bucket: WEEK, utcOffsetMinutes: -840, filter: ${filter.replace(/occurred/g, 'created')}) { groups { bucketStart } } }`,
+      );
+      expect(runStats.errors).toBeUndefined();
     }
   });
 

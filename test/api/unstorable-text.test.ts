@@ -312,6 +312,16 @@ describe.each(backendNames)('text PostgreSQL cannot hold (%s)', (backend) => {
       'query ($v: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { owners: [$v] }) { groups { server } } }',
       'filter.owners',
     ],
+    [
+      'run stats: configurations',
+      'query ($v: String!) { runStats(groupBy: [STATUS], filter: { configurations: [$v] }) { truncated } }',
+      'filter.configurations',
+    ],
+    [
+      'run stats: owners',
+      'query ($v: String!) { runStats(groupBy: [STATUS], filter: { owners: ["alice", $v] }) { truncated } }',
+      'filter.owners',
+    ],
     ['run(uuid)', 'query ($v: String!) { run(uuid: $v) { id } }', 'uuid'],
     ['runs(after)', 'query ($v: String!) { runs(after: $v) { edges { cursor } } }', 'after'],
   ])(
