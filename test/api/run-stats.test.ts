@@ -207,9 +207,11 @@ function combinations(): Dimension[][] {
 describe.each(backendNames)('run statistics (%s)', (backend) => {
   let api: TestApi;
   const data = buildRuns();
+  const statements: string[] = [];
+  const statsStatements = () => statements.filter((statement) => /from runs r\b/.test(statement));
 
   beforeAll(async () => {
-    api = await openTestApi(backend);
+    api = await openTestApi(backend, { onQuery: (statement) => statements.push(statement) });
     await api.db.insert(runs).values(
       data.map((run) => ({
         uuid: crypto.randomUUID(),
@@ -358,12 +360,25 @@ describe.each(backendNames)('run statistics (%s)', (backend) => {
     ).toEqual(expected(bobs, { groupBy: ['CONFIGURATION'] }));
     // Another owner's runs, or no read permission at all (record only): nothing, as if there were none.
     const none = { groups: [], truncated: false };
+    statements.length = 0;
     expect(await ask({ groupBy: ['OWNER'], filter: { ...range(), owners: ['alice'] } }, ownOnly)).toEqual(
       none,
     );
     expect(
       await ask({ groupBy: ['OWNER'], filter: range() }, { actor: 'bob', permissions: ['record'] }),
     ).toEqual(none);
+    // ... and without a statement that could count them.
+    expect(statsStatements()).toEqual([]);
+  });
+
+  it('counts, ranks and cuts in one statement, with a bucket or without', async () => {
+    for (const bucket of [undefined, 'DAY'] as const) {
+      statements.length = 0;
+      await ask({ groupBy: ['CONFIGURATION', 'STATUS'], bucket, filter: range(), first: 2 });
+      expect(statsStatements()).toHaveLength(1);
+      expect(statsStatements()[0]).toMatch(/group by/i);
+      expect(statsStatements()[0]).toMatch(/dense_rank\(\)/i);
+    }
   });
 
   it('cuts to first groups and says so; with buckets, first counts groups, each with all its buckets', async () => {
