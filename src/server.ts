@@ -8,6 +8,7 @@ import { GRAPHIQL_OPTIONS, renderGraphiQLPage, useGraphiQLAssets } from './graph
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import {
+  mergeTrustedDocuments,
   type TrustedDocuments,
   trustedDocumentsFromEnv,
   useTrustedDocuments,
@@ -20,6 +21,7 @@ import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
 import { OTLP_TRACES_PATH } from './otlp/path.ts';
+import { createViewerHandler, viewerDirectory, viewerDocuments } from './viewer.ts';
 
 export interface ServerOptions {
   handle: DatabaseHandle;
@@ -47,11 +49,16 @@ export interface ServerOptions {
    * (in memory). Several instances on one PostgreSQL share a PostgreSQL channel (app.ts).
    */
   events?: RunEvents;
+  /** The built web viewer served at `/` (its files and its operations' manifest); default: dist/web. */
+  viewer?: string;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
 
-/** The GraphQL server (and OTLP ingestion at /v1/traces), built without listening: tests call `server.fetch`. */
+/**
+ * The GraphQL server, OTLP ingestion at /v1/traces and the web viewer at /, built without listening: tests
+ * call `server.fetch`.
+ */
 export function createServer({
   handle,
   graphiql,
@@ -61,6 +68,7 @@ export function createServer({
   production = process.env.NODE_ENV === 'production',
   trustedDocuments = trustedDocumentsFromEnv(),
   events = new RunEvents(inProcessChannel()),
+  viewer = viewerDirectory(),
 }: ServerOptions): Server {
   const tools = mcpDependencies(sessions, calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
@@ -69,6 +77,10 @@ export function createServer({
   // A cancel on any instance cuts off the calls this process holds for the run.
   events.onCancel((runUuid) => calls.abortCallsOf(runUuid));
   const withGraphiQL = graphiql ?? !production;
+  const viewerPage = createViewerHandler(viewer);
+  // The viewer sends its operations by hash: registered always, and the only ones (with the manifest's) when
+  // trusted documents are on.
+  const registered = mergeTrustedDocuments(trustedDocuments ?? new Map(), viewerDocuments(viewer));
   return createYoga<Record<string, never>, Context>({
     schema,
     // GraphiQL and every asset of it from this service (no CDN), with the key's header to fill in.
@@ -81,16 +93,21 @@ export function createServer({
     maxRequestBodySize: RequestLimits.maxBodyBytes,
     healthCheckEndpoint: '/health',
     plugins: [
-      // OTLP over HTTP beside GraphQL, on the same port and keys; answered before any GraphQL plugin runs.
+      // The viewer's pages, and OTLP over HTTP beside GraphQL on the same port and keys: answered before any
+      // GraphQL plugin runs.
       {
         async onRequest({ url, request, endResponse }) {
+          const page = viewerPage(request, url.pathname);
+          if (page) return endResponse(page);
           if (url.pathname !== OTLP_TRACES_PATH) return;
           otlp ??= import('./otlp/handler.ts').then((m) => m.createOtlpHandler(handle, logger, events));
           endResponse(await (await otlp)(request));
         },
       },
       ...(withGraphiQL ? [useGraphiQLAssets()] : []),
-      ...(trustedDocuments ? [useTrustedDocuments(trustedDocuments, handle)] : []),
+      ...(registered.size > 0
+        ? [useTrustedDocuments(registered, handle, { registeredOnly: trustedDocuments != null })]
+        : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),

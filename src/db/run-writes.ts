@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, isNull, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
@@ -289,6 +289,24 @@ export async function setTerminal(
     .update(runs)
     .set({ status: ending.status, terminationReason: ending.reason, finishedAt: ending.finishedAt })
     .where(eq(runs.id, runId))
+    .returning();
+  return row ?? null;
+}
+
+/**
+ * Puts an open run in another open status (waiting for approval or input).
+ * No use case does this yet; the demo data shows such runs. A terminal run is
+ * left as it is (null).
+ */
+export async function setOpenStatus(
+  db: Database,
+  runUuid: string,
+  status: Extract<RunStatus, 'queued' | 'running' | 'waiting_for_approval' | 'waiting_for_input'>,
+): Promise<RunRow | null> {
+  const [row] = await db
+    .update(runs)
+    .set({ status })
+    .where(and(eq(runs.uuid, runUuid), isNull(runs.finishedAt)))
     .returning();
   return row ?? null;
 }

@@ -31,6 +31,11 @@ export const TrustedDocumentCode = {
 /** The registered operations, by hash. */
 export type TrustedDocuments = ReadonlyMap<string, string>;
 
+/** Several manifests as one (a hash names one document, whichever manifest holds it). */
+export function mergeTrustedDocuments(...manifests: TrustedDocuments[]): TrustedDocuments {
+  return new Map(manifests.flatMap((manifest) => [...manifest]));
+}
+
 /** Reads a manifest as GraphQL Code Generator's client preset writes it (persisted-documents.json). */
 export function readTrustedDocuments(path: string): TrustedDocuments {
   let parsed: unknown;
@@ -71,12 +76,24 @@ function refusal(message: string, code: string, status: number) {
   return () => new GraphQLError(message, { extensions: { code, http: { status } } });
 }
 
-export function useTrustedDocuments(documents: TrustedDocuments, handle: DatabaseHandle): Plugin {
-  return usePersistedOperations({
+/**
+ * Answers registered operations by hash. `registeredOnly` (trusted documents
+ * on): a query as text only from a key with AD_HOC_PERMISSION. Otherwise
+ * (the default service, which still knows its own viewer's operations by hash)
+ * text is answered from anyone, as if the plugin were not there.
+ */
+export function useTrustedDocuments(
+  documents: TrustedDocuments,
+  handle: DatabaseHandle,
+  { registeredOnly = true }: { registeredOnly?: boolean } = {},
+): Plugin {
+  const persisted: Plugin = usePersistedOperations({
     getPersistedOperation: (hash) => documents.get(hash.replace(/^sha256:/i, '').toLowerCase()) ?? null,
     extractPersistedOperationId: documentId,
     // The key is looked up once per request: the context reuses this lookup.
-    allowArbitraryOperations: async (request) => can(await actorOf(handle, request), AD_HOC_PERMISSION),
+    allowArbitraryOperations: registeredOnly
+      ? async (request) => can(await actorOf(handle, request), AD_HOC_PERMISSION)
+      : true,
     customErrors: {
       notFound: refusal('no trusted document has this id', TrustedDocumentCode.NotFound, 400),
       persistedQueryOnly: refusal(
@@ -87,4 +104,10 @@ export function useTrustedDocuments(documents: TrustedDocuments, handle: Databas
       keyNotFound: refusal('send a documentId or a query', TrustedDocumentCode.Missing, 400),
     },
   });
+  if (registeredOnly) return persisted;
+  // Otherwise a request without a document id is GraphQL's as before (an empty or missing query included).
+  return {
+    ...persisted,
+    onParams: (payload) => (documentId(payload.params) === null ? undefined : persisted.onParams?.(payload)),
+  };
 }

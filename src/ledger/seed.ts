@@ -1,5 +1,5 @@
 import type { Database } from '../db/connection.ts';
-import { appendLegacyToolStep } from '../db/run-writes.ts';
+import { appendLegacyToolStep, setOpenStatus } from '../db/run-writes.ts';
 import { findRunsByUuids } from '../db/runs.ts';
 import type { TerminationReason } from '../domain/run-status.ts';
 import type { RunTrace, ToolCall } from '../domain/run-trace.ts';
@@ -65,6 +65,64 @@ function toolCall(random: Random, round: number, at: Date): ToolCall {
     arguments: { query: 'demo' },
     occurredAt: at,
   };
+}
+
+/** Open runs that wait for a person: the runs list shows them first. */
+const WAITING = [
+  { owner: 'bob', configuration: 'release-bot', status: 'waiting_for_approval', tool: 'create_pull_request' },
+  { owner: 'alice', configuration: 'docs-writer', status: 'waiting_for_input', tool: 'read_file' },
+] as const;
+
+async function seedWaitingRuns(db: Database, now: Date): Promise<number> {
+  let steps = 0;
+  for (const [index, waiting] of WAITING.entries()) {
+    const createdAt = new Date(now.getTime() - (index + 2) * 5 * 60_000);
+    const run = await createRun(db, {
+      owner: waiting.owner,
+      configuration: waiting.configuration,
+      createdAt,
+    });
+    const at = (seconds: number) => new Date(createdAt.getTime() + seconds * 1000);
+    const recorded = await appendSteps(db, {
+      runUuid: run.uuid,
+      build: (trace) => {
+        trace.recordStep({
+          kind: 'request',
+          round: 0,
+          durationMs: 0,
+          occurredAt: at(1),
+          payload: { prompt: 'demo' },
+        });
+        trace.recordStep({
+          kind: 'llm',
+          round: 1,
+          durationMs: 1200,
+          occurredAt: at(3),
+          metadata: { model: 'gpt-demo-1', promptTokens: 900, completionTokens: 120, estimatedCost: 0.00345 },
+        });
+        trace.recordToolResult(
+          {
+            round: 1,
+            durationMs: 180,
+            toolName: waiting.tool === 'read_file' ? 'read_file' : 'search_issues',
+            server: waiting.tool === 'read_file' ? 'filesystem' : 'github',
+            arguments: { query: 'demo' },
+            occurredAt: at(5),
+          },
+          ToolResult.ok('demo result'),
+        );
+        trace.recordStep({
+          kind: waiting.status === 'waiting_for_approval' ? 'approval' : 'input',
+          round: 1,
+          durationMs: 0,
+          occurredAt: at(6),
+        });
+      },
+    });
+    await setOpenStatus(db, run.uuid, waiting.status);
+    steps += recorded.steps.length;
+  }
+  return steps;
 }
 
 export interface SeedSummary {
@@ -178,5 +236,6 @@ export async function seedDemoData(db: Database, now = new Date(), log: (line: s
     await endRun(db, { runUuid: run.uuid, status: ending, reason: reason, finishedAt: at() });
     if ((index + 1) % 10 === 0) log(`seeded ${index + 1}/${runCount} runs`);
   }
-  return { runs: runCount, steps: stepCount, skipped: false } satisfies SeedSummary;
+  stepCount += await seedWaitingRuns(db, now);
+  return { runs: runCount + WAITING.length, steps: stepCount, skipped: false } satisfies SeedSummary;
 }

@@ -1,0 +1,115 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { extname, join, normalize, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The web viewer (web/), built by `npm run build` into dist/web and served by
+ * the service itself at `/`: every asset comes from this process, none from
+ * another host, so the screen works on a machine with no network.
+ */
+
+/** The page's own routes: each answers the viewer's index.html, which routes in the browser. */
+export const VIEWER_ROUTES = ['/', '/sign-in', '/runs', '/stats', '/servers'] as const;
+
+/** The manifest of the viewer's operations (GraphQL Code Generator's persisted documents), beside its files. */
+export const VIEWER_DOCUMENTS_FILE = 'persisted-documents.json';
+
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+/**
+ * What the browser may do on these pages: load and connect only to this
+ * origin, never be framed (the Cancel button is not for clickjacking). The
+ * chart library sets inline style attributes, hence 'unsafe-inline' for styles alone.
+ */
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy':
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
+
+/** dist/web, from src/viewer.ts (development) or from dist/src/viewer.js (the compiled service). */
+export function viewerDirectory(): string {
+  const here = fileURLToPath(new URL('.', import.meta.url));
+  // Beside the compiled service, dist/web holds the build's stamp; beside the sources, web/ is the source.
+  const compiled = normalize(join(here, '..', 'web'));
+  return existsSync(join(compiled, '.built')) ? compiled : normalize(join(here, '..', 'dist', 'web'));
+}
+
+/** The viewer's operations by hash, as its build registered them; empty when it is not built. */
+export function viewerDocuments(directory = viewerDirectory()): ReadonlyMap<string, string> {
+  const file = join(directory, VIEWER_DOCUMENTS_FILE);
+  if (!existsSync(file)) return new Map();
+  const manifest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
+  return new Map(
+    Object.entries(manifest).map(([hash, document]) => [hash.replace(/^sha256:/i, ''), document]),
+  );
+}
+
+function isViewerRoute(path: string): boolean {
+  return VIEWER_ROUTES.some((route) => path === route || (route !== '/' && path.startsWith(`${route}/`)));
+}
+
+/**
+ * Answers GET and HEAD for the viewer's pages and files, or returns null for
+ * every other request (GraphQL, OTLP, health). Files are read once and kept:
+ * the build's assets are content-hashed, so they are cached for a year.
+ */
+export function createViewerHandler(
+  directory = viewerDirectory(),
+): (request: Request, path: string) => Response | null {
+  const cache = new Map<string, Uint8Array | null>();
+  const read = (relative: string): Uint8Array | null => {
+    if (!cache.has(relative)) {
+      const file = join(directory, relative);
+      cache.set(relative, existsSync(file) ? readFileSync(file) : null);
+    }
+    return cache.get(relative) ?? null;
+  };
+  return (request, path) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') return null;
+    const isAsset = path.startsWith('/assets/') || path === '/favicon.svg';
+    if (!isAsset && !isViewerRoute(path)) return null;
+    let relative = 'index.html';
+    if (isAsset) {
+      try {
+        relative = normalize(decodeURIComponent(path)).slice(1);
+      } catch {
+        return notFound();
+      }
+      if (relative.startsWith('..') || relative.includes(`..${sep}`)) return notFound();
+    }
+    const body = read(relative);
+    if (!body) {
+      if (isAsset) return notFound();
+      return new Response('The viewer is not built: run `npm run build`, then start the service again.\n', {
+        status: 503,
+        headers: { 'content-type': 'text/plain; charset=utf-8' },
+      });
+    }
+    const headers: Record<string, string> = {
+      ...SECURITY_HEADERS,
+      'content-type': CONTENT_TYPES[extname(relative)] ?? 'application/octet-stream',
+      'cache-control':
+        isAsset && path.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+    };
+    return new Response(request.method === 'HEAD' ? null : (body as BodyInit), { status: 200, headers });
+  };
+}
+
+function notFound(): Response {
+  return new Response('Not found\n', {
+    status: 404,
+    headers: { 'content-type': 'text/plain; charset=utf-8' },
+  });
+}

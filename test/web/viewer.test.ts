@@ -1,0 +1,429 @@
+// The web viewer in a real browser: Playwright drives Debian's Chromium over the real service (its own
+// process) on PostgreSQL with the demo data. Each screen is photographed for the README
+// (RUNLEDGER_SCREENSHOTS names the folder; `npm run screenshots` writes docs/screenshots).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiKey } from '../../src/db/api-keys.ts';
+import { LABELS } from '../../src/domain/labels.ts';
+import { PERMISSIONS } from '../../src/domain/permissions.ts';
+import { DEMO_RUN_UUID, seedDemoData } from '../../src/ledger/seed.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
+import { post, type Running, startService } from '../support/service.ts';
+
+const root = join(import.meta.dirname, '..', '..');
+/** Debian's Chromium (`apt-get install chromium`); RUNLEDGER_CHROMIUM names another. */
+const CHROMIUM = process.env.RUNLEDGER_CHROMIUM ?? '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+const onPostgres = backendNames.includes('postgres');
+const SCREENSHOTS = process.env.RUNLEDGER_SCREENSHOTS ?? join(root, 'test', '.screenshots');
+
+if (!hasChromium || !onPostgres) {
+  const missing = [!hasChromium && `no Chromium at ${CHROMIUM}`, !onPostgres && 'DATABASE_URL is not set']
+    .filter(Boolean)
+    .join(' and ');
+  // CI always runs the browser tests: there, a missing browser or database fails the run.
+  if (process.env.CI) throw new Error(`the browser tests cannot run: ${missing}`);
+  console.warn(
+    `\n${'!'.repeat(78)}\n!! SKIPPED: the viewer's browser tests (${missing}).\n!! Install Chromium (apt-get install -y chromium) and set DATABASE_URL to run them.\n${'!'.repeat(78)}\n`,
+  );
+}
+
+/** The flags a headless Chromium needs here: no sandbox as root, no calls home. */
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
+  __typename ... on RecordedStepsSuccess { data { steps { sequence outcome } } } } }`;
+
+describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
+  let database: TestDatabase;
+  let service: Running;
+  let tools: HttpToolServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let base = '';
+  let graphqlUrl = '';
+  let adminKey = '';
+  let readerKey = '';
+  /** Every request the pages made to another host (all refused). */
+  const external: string[] = [];
+
+  async function api<T>(key: string, query: string, variables?: Record<string, unknown>): Promise<T> {
+    const { body } = await post(graphqlUrl, key, query, variables);
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data as T;
+  }
+
+  async function startRun(): Promise<string> {
+    const data = await api<{ startRun: { data: { uuid: string } } }>(
+      adminKey,
+      'mutation { startRun(input: { configuration: "browser" }) { ... on StartRunSuccess { data { uuid } } } }',
+    );
+    return data.startRun.data.uuid;
+  }
+
+  async function signedIn(key = adminKey, path = '/'): Promise<Page> {
+    const page = await context.newPage();
+    await page.goto(`${base}${path}`);
+    await page.getByLabel(/^(API key|API-Schlüssel)$/).fill(key);
+    await page.getByRole('button', { name: /^(Sign in|Anmelden)$/ }).click();
+    await page.locator('header.top').waitFor();
+    return page;
+  }
+
+  async function shoot(page: Page, name: string): Promise<void> {
+    // No tooltip from where the last click left the pointer.
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  }
+
+  beforeAll(async () => {
+    // The viewer the service serves is the built one: build it when a source changed.
+    const build = spawnSync(process.execPath, ['scripts/build.mjs', '--if-stale'], {
+      cwd: root,
+      stdio: 'pipe',
+    });
+    if (build.status !== 0) throw new Error(`the build failed:\n${build.stdout}${build.stderr}`);
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    database = await openTestDatabase('postgres');
+    await seedDemoData(database.handle.db, new Date());
+    adminKey = (await createApiKey(database.handle.db, 'admin', PERMISSIONS)).key;
+    readerKey = (await createApiKey(database.handle.db, 'auditor', ['read_all_runs'])).key;
+    tools = await startHttpToolServer();
+    service = await startService({
+      DATABASE_URL: database.url ?? '',
+      RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1',
+    });
+    graphqlUrl = service.url;
+    base = new URL(service.url).origin;
+    await api(adminKey, 'mutation ($i: McpServerInput!) { registerMcpServer(input: $i) { __typename } }', {
+      i: { identifier: 'tools', transport: 'STREAMABLE_HTTP', url: tools.url },
+    });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    context = await browser.newContext({
+      locale: 'en-US',
+      timezoneId: 'UTC',
+      viewport: { width: 1360, height: 860 },
+    });
+    // A step that waits longer fails with what it waited for, inside the test's own time.
+    context.setDefaultTimeout(10_000);
+    // Nothing may leave the machine: a request to another origin is recorded and refused.
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(base) || url.startsWith('data:')) return route.continue();
+      external.push(url);
+      return route.abort();
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (service?.child.exitCode === null) service.child.kill('SIGTERM');
+    await tools?.close();
+    await database?.dispose();
+  });
+
+  it('signs in with the API key field, says when a key is wrong, and forgets the key on sign-out', async () => {
+    const page = await context.newPage();
+    await page.goto(`${base}/`);
+    await shoot(page, 'sign-in');
+    await page.getByLabel('API key').fill('rl_not-a-key');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByRole('alert').textContent()).toBe('This API key is not valid.');
+    await page.getByLabel('API key').fill(readerKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Signed in as auditor').waitFor();
+    // Kept for this tab: a reload stays signed in.
+    await page.reload();
+    await page.getByText('Signed in as auditor').waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  it('shows the demo cancelled run in German: abgebrochen on the cancelled call, fehlgeschlagen only on failed ones', async () => {
+    const page = await signedIn(adminKey, `/runs/${DEMO_RUN_UUID}?lang=de`);
+    await page.getByTestId('timeline').locator('tbody tr').first().waitFor();
+    const expected = await api<{ run: { timeline: { sequence: number; outcome: string | null }[] } }>(
+      adminKey,
+      'query ($u: String!) { run(uuid: $u) { timeline { sequence outcome } } }',
+      { u: DEMO_RUN_UUID },
+    );
+    await expect
+      .poll(() => page.getByTestId('timeline').locator('tbody tr').count())
+      .toBe(expected.run.timeline.length);
+    const rows = await page
+      .getByTestId('timeline')
+      .locator('tbody tr')
+      .evaluateAll((trs) =>
+        trs.map((tr) => ({
+          sequence: Number(tr.getAttribute('data-sequence')),
+          outcome: tr.querySelector('td.outcome-cell')?.textContent ?? '',
+        })),
+      );
+    const de = LABELS.de;
+    expect(rows).toEqual(
+      expected.run.timeline.map((entry) => ({
+        sequence: entry.sequence,
+        outcome: entry.outcome
+          ? de[`runs.detail.outcome.${entry.outcome.toLowerCase() as 'ok' | 'failed' | 'cancelled'}`]
+          : '',
+      })),
+    );
+    const cancelled = rows.filter((row) => row.outcome === 'abgebrochen');
+    const failed = rows.filter((row) => row.outcome === 'fehlgeschlagen');
+    expect(cancelled.length).toBeGreaterThan(0);
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.map((row) => row.sequence)).toEqual(
+      expected.run.timeline.filter((entry) => entry.outcome === 'FAILED').map((entry) => entry.sequence),
+    );
+    expect(await page.getByTestId('run-status').textContent()).toContain('abgebrochen');
+    expect(await page.getByTestId('run-status').textContent()).not.toContain('fehlgeschlagen');
+    expect(await page.evaluate(() => document.documentElement.lang)).toBe('de');
+    await shoot(page, 'run-de');
+    // The language is switched in the page and kept in the URL.
+    await page.getByLabel('Sprache').selectOption('en');
+    await expect.poll(() => page.url()).not.toContain('lang=de');
+    await expect
+      .poll(() => page.locator('tr[data-outcome="cancelled"] td.outcome-cell').first().textContent())
+      .toBe('cancelled');
+    await shoot(page, 'run');
+    await page.close();
+  });
+
+  it('lists waiting runs first, then recent runs, with filters in the URL, paging and the total', async () => {
+    const page = await signedIn(adminKey, '/');
+    const waiting = page.getByTestId('runs-waiting').locator('tbody tr');
+    await waiting.first().waitFor();
+    expect(await waiting.locator('td:nth-child(4)').allTextContents()).toEqual(
+      expect.arrayContaining(['waiting for approval', 'waiting for input']),
+    );
+    const all = await api<{ runs: { totalCount: number; edges: { node: { uuid: string } }[] } }>(
+      adminKey,
+      '{ runs(first: 40) { totalCount edges { node { uuid } } } }',
+    );
+    const total = all.runs.totalCount;
+    await expect.poll(() => page.getByTestId('runs-total').textContent()).toBe(`1–20 of ${total}`);
+    const uuidsOnPage = () =>
+      page
+        .getByTestId('runs-recent')
+        .locator('tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-run')));
+    await expect.poll(uuidsOnPage).toEqual(all.runs.edges.slice(0, 20).map((edge) => edge.node.uuid));
+    await shoot(page, 'runs');
+    // The next page, by the cursor.
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await expect.poll(() => page.getByTestId('runs-total').textContent()).toBe(`21–40 of ${total}`);
+    await expect.poll(uuidsOnPage).toEqual(all.runs.edges.slice(20, 40).map((edge) => edge.node.uuid));
+    // A filter goes into the URL; the page read from that URL alone shows the same.
+    await page.getByRole('link', { name: 'Clear filters' }).click();
+    await expect.poll(() => page.getByTestId('runs-total').textContent()).toBe(`1–20 of ${total}`);
+    await page.getByLabel('Status').selectOption('CANCELLED');
+    await page.getByLabel('Has a tool call that is').selectOption('FAILED');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await expect.poll(() => page.url()).toContain('status=CANCELLED');
+    expect(page.url()).toContain('outcome=FAILED');
+    const filtered = await api<{ runs: { totalCount: number; edges: { node: { uuid: string } }[] } }>(
+      adminKey,
+      '{ runs(first: 20, filter: { statuses: [CANCELLED], hasToolOutcome: FAILED }) { totalCount edges { node { uuid } } } }',
+    );
+    expect(filtered.runs.totalCount).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.getByTestId('runs-total').textContent())
+      .toBe(`1–${filtered.runs.edges.length} of ${filtered.runs.totalCount}`);
+    await expect.poll(uuidsOnPage).toEqual(filtered.runs.edges.map((edge) => edge.node.uuid));
+    // Another tab (which signs in anew: the key is kept per tab) opened at that URL.
+    const again = await signedIn(adminKey, page.url().slice(base.length));
+    await expect
+      .poll(() => again.getByTestId('runs-total').textContent())
+      .toBe(`1–${filtered.runs.edges.length} of ${filtered.runs.totalCount}`);
+    await again.close();
+    // In German, dates, numbers and cost in the German way.
+    await page.goto(`${base}/runs?lang=de`);
+    await expect.poll(() => page.getByTestId('runs-total').textContent()).toBe(`1–20 von ${total}`);
+    expect(await page.getByTestId('runs-recent').locator('tbody tr td.number').first().textContent()).toMatch(
+      /^\d+,\d{2,4}\s\$$/,
+    );
+    await shoot(page, 'runs-de');
+    await page.close();
+  });
+
+  it('shows a step recorded through the API on an open run page within 2 s', async () => {
+    const uuid = await startRun();
+    const page = await signedIn(adminKey, `/runs/${uuid}`);
+    await page.getByText('live', { exact: true }).waitFor();
+    const recordedAt = Date.now();
+    await api(adminKey, 'mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }', {
+      input: { runUuid: uuid, kind: 'LLM', round: 1, durationMs: 42 },
+    });
+    await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 2_000 });
+    expect(Date.now() - recordedAt).toBeLessThan(2_000);
+    await page.close();
+  });
+
+  it('cancels a run from the page while callTool is on the wire: the run ends and the row reads cancelled', async () => {
+    const uuid = await startRun();
+    const page = await signedIn(adminKey, `/runs/${uuid}`);
+    await page.getByText('live', { exact: true }).waitFor();
+    const startedBefore = tools.started.length;
+    const call = post(graphqlUrl, adminKey, CALL, {
+      input: {
+        runUuid: uuid,
+        server: 'tools',
+        toolName: 'slow',
+        arguments: { ms: 30_000 },
+        timeoutMs: 60_000,
+      },
+    });
+    await expect.poll(() => tools.started.length, { timeout: 10_000 }).toBeGreaterThan(startedBefore);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Cancel run' }).click();
+    await expect.poll(() => page.getByTestId('run-status').textContent()).toContain('cancelled');
+    const row = page.locator('tr[data-sequence="1"]');
+    await row.waitFor({ timeout: 5_000 });
+    expect(await row.getAttribute('data-outcome')).toBe('cancelled');
+    expect(await row.locator('td.outcome-cell').textContent()).toBe('cancelled');
+    expect((await call).body).toEqual({
+      data: {
+        callTool: {
+          __typename: 'RecordedStepsSuccess',
+          data: { steps: [{ sequence: 1, outcome: 'CANCELLED' }] },
+        },
+      },
+    });
+    // An ended run offers no Cancel.
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await shoot(page, 'run-cancelled');
+    await page.close();
+  });
+
+  it('offers Cancel only to a key that may cancel the run', async () => {
+    const uuid = await startRun();
+    const page = await signedIn(readerKey, `/runs/${uuid}`);
+    await page.getByTestId('run-status').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel run' }).count()).toBe(0);
+    await page.close();
+  });
+
+  it('shows per server and per tool what toolOutcomeStats answers, cancelled apart from the failure rate', async () => {
+    const page = await signedIn(adminKey, '/servers');
+    await page.getByTestId('servers').waitFor();
+    // The page's period: the last 30 days from midnight in the browser's time zone (UTC here).
+    const since = new Date();
+    since.setUTCHours(0, 0, 0, 0);
+    since.setUTCDate(since.getUTCDate() - 29);
+    type Groups = {
+      toolOutcomeStats: {
+        groups: {
+          server: string | null;
+          toolName: string | null;
+          counts: { total: number; cancelled: number; failureRate: number | null };
+        }[];
+      };
+    };
+    const stats = await api<Groups>(
+      adminKey,
+      `query ($since: DateTime!) { toolOutcomeStats(groupBy: [SERVER], filter: { occurredAfter: $since }, orderBy: { field: TOTAL }, first: 500) {
+        groups { server toolName counts { total cancelled failureRate } } } }`,
+      { since: since.toISOString() },
+    );
+    const percent = new Intl.NumberFormat('en-US', { style: 'percent', maximumFractionDigits: 1 });
+    const shown = () =>
+      page
+        .getByTestId('servers')
+        .locator('tbody tr')
+        .evaluateAll((trs) =>
+          trs.map((tr) => ({
+            name: tr.getAttribute('data-name'),
+            total: tr.querySelector('[data-field="total"]')?.textContent,
+            failureRate: tr.querySelector('[data-field="failureRate"]')?.textContent,
+          })),
+        );
+    expect(await shown()).toEqual(
+      stats.toolOutcomeStats.groups.map((group) => ({
+        name: group.server,
+        total: new Intl.NumberFormat('en-US').format(group.counts.total),
+        failureRate: group.counts.failureRate == null ? '' : percent.format(group.counts.failureRate),
+      })),
+    );
+    expect(stats.toolOutcomeStats.groups.some((group) => group.counts.cancelled > 0)).toBe(true);
+    // The chart draws cancelled calls as a series of their own.
+    await expect
+      .poll(() => page.locator('.recharts-legend-item-text').allTextContents())
+      .toEqual(['ok', 'failed', 'cancelled']);
+    await shoot(page, 'servers');
+    // A server's row leads to its tools.
+    const server = stats.toolOutcomeStats.groups[0]?.server ?? '';
+    await page.getByTestId('servers').getByRole('link', { name: server, exact: true }).click();
+    await page.getByTestId('tools').waitFor();
+    const perTool = await api<Groups>(
+      adminKey,
+      `query ($since: DateTime!, $s: String!) { toolOutcomeStats(groupBy: [TOOL], filter: { occurredAfter: $since, servers: [$s] }, orderBy: { field: TOTAL }, first: 500) {
+        groups { server toolName counts { total cancelled failureRate } } } }`,
+      { since: since.toISOString(), s: server },
+    );
+    expect(
+      await page
+        .getByTestId('tools')
+        .locator('tbody tr')
+        .evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-name'))),
+    ).toEqual(perTool.toolOutcomeStats.groups.map((group) => group.toolName));
+    await shoot(page, 'server-tools');
+    await page.close();
+  });
+
+  it('charts runs by status and by termination reason over time, in both languages', async () => {
+    const page = await signedIn(adminKey, '/stats');
+    const legend = page.locator('.recharts-legend-item-text');
+    await expect
+      .poll(() => legend.allTextContents())
+      .toEqual(
+        expect.arrayContaining([
+          'completed',
+          'failed',
+          'cancelled',
+          'waiting for approval',
+          'provider failed',
+        ]),
+      );
+    expect(await page.locator('.recharts-bar-rectangle').count()).toBeGreaterThan(0);
+    await shoot(page, 'stats');
+    await page.goto(`${base}/stats?lang=de`);
+    await expect
+      .poll(() => legend.allTextContents())
+      .toEqual(
+        expect.arrayContaining(['abgeschlossen', 'fehlgeschlagen', 'abgebrochen', 'wartet auf Freigabe']),
+      );
+    await shoot(page, 'stats-de');
+    await page.close();
+  });
+
+  it('loads every screen from this service alone: no request leaves the machine', async () => {
+    const page = await signedIn(adminKey, '/');
+    for (const path of [
+      '/runs',
+      `/runs/${DEMO_RUN_UUID}`,
+      '/servers',
+      '/servers/github',
+      '/stats',
+      '/graphql',
+    ]) {
+      await page.goto(`${base}${path}`);
+      await page.waitForLoadState('networkidle');
+    }
+    expect(external).toEqual([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,297 @@
+import { graphql } from './gql/index.ts';
+
+// The viewer's operations. The build types them with GraphQL Code Generator and
+// registers them by hash (dist/web/persisted-documents.json); the contract
+// tests run them against the API with the rest of the client operations.
+
+export const ViewerSessionQuery = graphql(`
+  query ViewerSession {
+    viewer {
+      actor
+      permissions
+    }
+  }
+`);
+
+export const RunRowFragment = graphql(`
+  fragment ViewerRunRow on Run {
+    id
+    uuid
+    status
+    terminationReason
+    configuration
+    owner
+    createdAt
+    finishedAt
+    estimatedCost
+    toolOutcomeCounts {
+      ok
+      failed
+      cancelled
+      total
+    }
+  }
+`);
+
+export const RunsPageQuery = graphql(`
+  query ViewerRunsPage($first: Int!, $after: String, $filter: RunFilter, $waiting: RunFilter!) {
+    waiting: runs(first: 100, filter: $waiting) {
+      totalCount
+      edges {
+        node {
+          ...ViewerRunRow
+        }
+      }
+    }
+    runs(first: $first, after: $after, filter: $filter) {
+      totalCount
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
+      edges {
+        node {
+          ...ViewerRunRow
+        }
+      }
+    }
+  }
+`);
+
+export const TimelineRowFragment = graphql(`
+  fragment ViewerTimelineRow on TimelineEntry {
+    sequence
+    occurredAt
+    kind
+    round
+    durationMs
+    outcome
+    detail
+    step {
+      id
+      failureCode
+    }
+  }
+`);
+
+export const RunPageQuery = graphql(`
+  query ViewerRunPage($uuid: String!, $locale: Locale!) {
+    run(uuid: $uuid) {
+      ...ViewerRunHeader
+      timelinePage(first: 200, locale: $locale) {
+        edges {
+          node {
+            ...ViewerTimelineRow
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+      }
+    }
+  }
+`);
+
+export const RunHeaderFragment = graphql(`
+  fragment ViewerRunHeader on Run {
+    id
+    uuid
+    status
+    terminationReason
+    configuration
+    owner
+    rounds
+    promptTokens
+    completionTokens
+    totalTokens
+    estimatedCost
+    createdAt
+    finishedAt
+    toolOutcomeCounts {
+      ok
+      failed
+      cancelled
+      total
+    }
+  }
+`);
+
+export const TimelineAfterQuery = graphql(`
+  query ViewerTimelineAfter($uuid: String!, $locale: Locale!, $after: String) {
+    run(uuid: $uuid) {
+      id
+      timelinePage(first: 200, after: $after, locale: $locale) {
+        edges {
+          node {
+            ...ViewerTimelineRow
+          }
+        }
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+      }
+    }
+  }
+`);
+
+export const RunEventsSubscription = graphql(`
+  subscription ViewerRunEvents($uuid: String!, $afterSequence: Int) {
+    runEvents(uuid: $uuid, afterSequence: $afterSequence) {
+      run {
+        ...ViewerRunHeader
+      }
+      step {
+        id
+        sequence
+      }
+    }
+  }
+`);
+
+export const CancelRunMutation = graphql(`
+  mutation ViewerCancelRun($uuid: String!) {
+    cancelRun(input: { uuid: $uuid }) {
+      __typename
+      ... on CancelRunSuccess {
+        data {
+          ...ViewerRunHeader
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
+export const ServersPageQuery = graphql(`
+  query ViewerServersPage($since: DateTime!, $minCalls: Int!, $utcOffsetMinutes: Int!) {
+    perServer: toolOutcomeStats(
+      groupBy: [SERVER]
+      filter: { occurredAfter: $since }
+      orderBy: { field: TOTAL }
+      first: 500
+    ) {
+      groups {
+        server
+        counts {
+          ok
+          failed
+          cancelled
+          total
+          failureRate
+        }
+        p95DurationMs
+      }
+      truncated
+    }
+    failMost: toolOutcomeStats(
+      groupBy: [SERVER]
+      filter: { occurredAfter: $since }
+      orderBy: { field: FAILURE_RATE }
+      minCalls: $minCalls
+      first: 5
+    ) {
+      groups {
+        server
+        counts {
+          failed
+          total
+          failureRate
+        }
+      }
+    }
+    series: toolOutcomeStats(
+      groupBy: []
+      bucket: DAY
+      filter: { occurredAfter: $since }
+      first: 500
+      utcOffsetMinutes: $utcOffsetMinutes
+    ) {
+      groups {
+        bucketStart
+        counts {
+          ok
+          failed
+          cancelled
+        }
+      }
+    }
+  }
+`);
+
+export const ServerToolsQuery = graphql(`
+  query ViewerServerTools($server: String!, $since: DateTime!, $utcOffsetMinutes: Int!) {
+    perTool: toolOutcomeStats(
+      groupBy: [TOOL]
+      filter: { occurredAfter: $since, servers: [$server] }
+      orderBy: { field: TOTAL }
+      first: 500
+    ) {
+      groups {
+        toolName
+        counts {
+          ok
+          failed
+          cancelled
+          total
+          failureRate
+        }
+        p95DurationMs
+      }
+      truncated
+    }
+    series: toolOutcomeStats(
+      groupBy: []
+      bucket: DAY
+      filter: { occurredAfter: $since, servers: [$server] }
+      first: 500
+      utcOffsetMinutes: $utcOffsetMinutes
+    ) {
+      groups {
+        bucketStart
+        counts {
+          ok
+          failed
+          cancelled
+        }
+      }
+    }
+  }
+`);
+
+export const RunStatsQuery = graphql(`
+  query ViewerRunStats($since: DateTime!, $utcOffsetMinutes: Int!) {
+    byStatus: runStats(
+      groupBy: [STATUS]
+      bucket: DAY
+      filter: { createdAfter: $since }
+      first: 500
+      utcOffsetMinutes: $utcOffsetMinutes
+    ) {
+      groups {
+        bucketStart
+        status
+        runs
+      }
+      truncated
+    }
+    byReason: runStats(
+      groupBy: [TERMINATION_REASON]
+      bucket: DAY
+      filter: { createdAfter: $since, statuses: [COMPLETED, FAILED, CANCELLED] }
+      first: 500
+      utcOffsetMinutes: $utcOffsetMinutes
+    ) {
+      groups {
+        bucketStart
+        terminationReason
+        runs
+      }
+      truncated
+    }
+  }
+`);

@@ -1,0 +1,234 @@
+import { useCallback, useEffect, useRef, useState } from 'react';
+import { useParams } from 'react-router';
+import { useClient, useMutation, useQuery } from 'urql';
+import {
+  ErrorNote,
+  OutcomeCountsText,
+  OutcomeText,
+  ReasonText,
+  Section,
+  StatusText,
+} from '../components.tsx';
+import type { ViewerRunHeaderFragment, ViewerTimelineRowFragment } from '../gql/graphql.ts';
+import { useWords } from '../locale.ts';
+import { CancelRunMutation, RunEventsSubscription, RunPageQuery, TimelineAfterQuery } from '../operations.ts';
+import { useSession } from '../session.ts';
+
+const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+/** Entries by sequence, in order, each once (a live page and a fetched page may overlap). */
+function merged(
+  entries: readonly ViewerTimelineRowFragment[],
+  more: readonly ViewerTimelineRowFragment[],
+): ViewerTimelineRowFragment[] {
+  const bySequence = new Map(entries.map((entry) => [entry.sequence, entry]));
+  for (const entry of more) bySequence.set(entry.sequence, entry);
+  return [...bySequence.values()].sort((a, b) => a.sequence - b.sequence);
+}
+
+export function RunPage() {
+  const { uuid = '' } = useParams();
+  const { t, f, locale } = useWords();
+  const client = useClient();
+  const { viewer } = useSession();
+  const [{ data, error, fetching }] = useQuery({
+    query: RunPageQuery,
+    variables: { uuid, locale: locale === 'de' ? 'DE' : 'EN' },
+  });
+  const [run, setRun] = useState<ViewerRunHeaderFragment | null>(null);
+  const [entries, setEntries] = useState<ViewerTimelineRowFragment[]>([]);
+  const [hasMore, setHasMore] = useState(false);
+  const [live, setLive] = useState(false);
+  const cursor = useRef<string | null>(null);
+  const pulling = useRef<Promise<void> | null>(null);
+  const pullAgain = useRef(false);
+
+  /** Reads every entry after the last one held, a page at a time, one reader at once. */
+  const pull = useCallback(() => {
+    if (pulling.current) {
+      pullAgain.current = true;
+      return pulling.current;
+    }
+    pulling.current = (async () => {
+      try {
+        do {
+          pullAgain.current = false;
+          const result = await client
+            .query(TimelineAfterQuery, {
+              uuid,
+              locale: locale === 'de' ? 'DE' : 'EN',
+              after: cursor.current,
+            })
+            .toPromise();
+          const page = result.data?.run?.timelinePage;
+          if (!page) return;
+          setEntries((held) =>
+            merged(
+              held,
+              page.edges.map((edge) => edge.node),
+            ),
+          );
+          setHasMore(page.pageInfo.hasNextPage);
+          cursor.current = page.pageInfo.endCursor ?? cursor.current;
+          if (page.pageInfo.hasNextPage) pullAgain.current = true;
+        } while (pullAgain.current);
+      } finally {
+        pulling.current = null;
+      }
+    })();
+    return pulling.current;
+  }, [client, uuid, locale]);
+
+  // A fresh answer (another run, another language) replaces what the page held.
+  useEffect(() => {
+    if (!data?.run) return;
+    setRun(data.run);
+    setEntries(data.run.timelinePage.edges.map((edge) => edge.node));
+    setHasMore(data.run.timelinePage.pageInfo.hasNextPage);
+    cursor.current = data.run.timelinePage.pageInfo.endCursor ?? null;
+    // The rest of a long timeline follows, a page at a time, while the first page is on screen.
+    if (data.run.timelinePage.pageInfo.hasNextPage) void pull();
+  }, [data, pull]);
+
+  // Live while the run runs: each event updates the header; a new step brings its timeline line.
+  const open = data?.run ? !TERMINAL.has(data.run.status) : false;
+  const lastSequence = data?.run?.timelinePage.edges.at(-1)?.node.sequence;
+  useEffect(() => {
+    if (!open) return;
+    const subscription = client
+      .subscription(RunEventsSubscription, { uuid, afterSequence: lastSequence ?? null })
+      .subscribe((result) => {
+        const event = result.data?.runEvents;
+        if (!event) return;
+        setLive(true);
+        setRun(event.run);
+        if (event.step) void pull();
+      });
+    setLive(true);
+    return () => {
+      subscription.unsubscribe();
+      setLive(false);
+    };
+  }, [client, uuid, open, lastSequence, pull]);
+
+  const [cancelState, cancel] = useMutation(CancelRunMutation);
+  const [cancelRefusal, setCancelRefusal] = useState<string | null>(null);
+  async function cancelRun() {
+    if (!window.confirm(t('viewer.run.cancelConfirm'))) return;
+    setCancelRefusal(null);
+    const result = await cancel({ uuid });
+    const answer = result.data?.cancelRun;
+    if (answer?.__typename === 'CancelRunSuccess') setRun(answer.data);
+    else
+      setCancelRefusal(answer && 'code' in answer ? answer.code : result.error ? 'NETWORK_ERROR' : 'UNKNOWN');
+  }
+
+  if (error) return <ErrorNote error={error} />;
+  if (!data && fetching) return <p className="note">{t('viewer.loading')}</p>;
+  if (!data?.run || !run) return <p className="note">{t('viewer.run.notFound')}</p>;
+
+  const mayCancel =
+    !TERMINAL.has(run.status) &&
+    (viewer.permissions.includes('CANCEL_ANY_RUN') ||
+      (viewer.permissions.includes('CANCEL_OWN_RUNS') && run.owner === viewer.actor));
+  return (
+    <>
+      <header className="run-header">
+        <h1>{t('viewer.run.title', { uuid: run.uuid })}</h1>
+        <dl>
+          <dt>{t('viewer.column.status')}</dt>
+          <dd data-testid="run-status">
+            <StatusText status={run.status} />
+            {run.terminationReason && (
+              <>
+                {' · '}
+                <ReasonText reason={run.terminationReason} />
+              </>
+            )}
+            {live && !TERMINAL.has(run.status) && <span className="live">{t('viewer.run.live')}</span>}
+          </dd>
+          <dt>{t('viewer.column.configuration')}</dt>
+          <dd>{run.configuration}</dd>
+          <dt>{t('viewer.column.owner')}</dt>
+          <dd>{run.owner}</dd>
+          <dt>{t('viewer.run.rounds')}</dt>
+          <dd>{f.number(run.rounds)}</dd>
+          <dt>{t('viewer.run.tokens')}</dt>
+          <dd>
+            {t('viewer.run.tokensDetail', {
+              total: f.number(run.totalTokens),
+              prompt: f.number(run.promptTokens),
+              completion: f.number(run.completionTokens),
+            })}
+          </dd>
+          <dt>{t('viewer.column.cost')}</dt>
+          <dd>{f.cost(run.estimatedCost)}</dd>
+          <dt>{t('viewer.column.created')}</dt>
+          <dd>{f.dateTime(run.createdAt)}</dd>
+          <dt>{t('viewer.column.finished')}</dt>
+          <dd>{f.dateTime(run.finishedAt)}</dd>
+          <dt>{t('viewer.column.toolCalls')}</dt>
+          <dd>
+            <OutcomeCountsText counts={run.toolOutcomeCounts} />
+          </dd>
+        </dl>
+        {mayCancel && (
+          <button type="button" className="danger" onClick={cancelRun} disabled={cancelState.fetching}>
+            {t('viewer.run.cancel')}
+          </button>
+        )}
+        {cancelRefusal && (
+          <p role="alert" className="error">
+            {t('viewer.run.cancelRefused', { code: cancelRefusal })}
+          </p>
+        )}
+      </header>
+      <Section
+        title={`${t('viewer.run.timeline')} · ${t('viewer.run.steps', { count: f.number(entries.length) })}`}
+      >
+        <Timeline entries={entries} />
+        {hasMore && <p className="note">{t('viewer.loading')}</p>}
+      </Section>
+    </>
+  );
+}
+
+function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }) {
+  const { t, f } = useWords();
+  return (
+    <table className="timeline" data-testid="timeline">
+      <thead>
+        <tr>
+          <th className="number">#</th>
+          <th>{t('viewer.column.time')}</th>
+          <th>{t('viewer.column.kind')}</th>
+          <th className="number">{t('viewer.column.round')}</th>
+          <th className="number">{t('viewer.column.ms')}</th>
+          <th>{t('viewer.column.outcome')}</th>
+          <th>{t('viewer.column.details')}</th>
+          <th>{t('viewer.column.failure')}</th>
+        </tr>
+      </thead>
+      <tbody>
+        {entries.map((entry) => (
+          <tr
+            key={entry.sequence}
+            data-sequence={entry.sequence}
+            data-outcome={entry.outcome?.toLowerCase() ?? ''}
+          >
+            <td className="number">{entry.sequence}</td>
+            <td>{f.time(entry.occurredAt)}</td>
+            <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
+            <td className="number">{entry.round}</td>
+            <td className="number">{f.number(entry.durationMs)}</td>
+            <td className="outcome-cell">
+              <OutcomeText outcome={entry.outcome} />
+            </td>
+            <td className="detail">{entry.detail}</td>
+            <td>{entry.step.failureCode ?? ''}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

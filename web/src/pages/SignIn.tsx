@@ -1,0 +1,53 @@
+import { type FormEvent, useId, useState } from 'react';
+import { LanguageSwitch } from '../components.tsx';
+import { useWords } from '../locale.ts';
+
+export function SignIn({
+  onSignIn,
+  wrongKey,
+}: {
+  onSignIn: (key: string) => Promise<void>;
+  wrongKey: boolean;
+}) {
+  const { t } = useWords();
+  const id = useId();
+  const [key, setKey] = useState('');
+  const [busy, setBusy] = useState(false);
+  async function submit(event: FormEvent) {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      await onSignIn(key.trim());
+    } finally {
+      setBusy(false);
+    }
+  }
+  return (
+    <main className="sign-in">
+      <h1>runledger</h1>
+      <form onSubmit={submit}>
+        <h2>{t('viewer.signIn.title')}</h2>
+        <label htmlFor={id}>{t('viewer.signIn.key')}</label>
+        <input
+          id={id}
+          type="password"
+          autoComplete="off"
+          spellCheck={false}
+          value={key}
+          onChange={(event) => setKey(event.target.value)}
+          required
+        />
+        {wrongKey && (
+          <p role="alert" className="error">
+            {t('viewer.signIn.wrong')}
+          </p>
+        )}
+        <button type="submit" disabled={busy || key.trim() === ''}>
+          {t('viewer.signIn.submit')}
+        </button>
+        <p className="note">{t('viewer.signIn.hint')}</p>
+      </form>
+      <LanguageSwitch />
+    </main>
+  );
+}
