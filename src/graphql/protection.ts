@@ -39,7 +39,8 @@ export function protectionPlugins(production: boolean): Plugin[] {
     maxDepthPlugin({ n: RequestLimits.maxDepth, exposeLimits: true, flattenFragments: true }) as Plugin,
     EnvelopArmorPlugin({
       maxDepth: { enabled: false },
-      costLimit: { maxCost: RequestLimits.maxCost, exposeLimits: true },
+      // A fragment costs what its fields cost: spreading one is not a level of nesting (as for depth above).
+      costLimit: { maxCost: RequestLimits.maxCost, exposeLimits: true, flattenFragments: true },
       maxAliases: { n: RequestLimits.maxAliases, exposeLimits: true },
       maxTokens: { n: RequestLimits.maxTokens, exposeLimits: true },
       maxDirectives: { n: RequestLimits.maxDirectives, exposeLimits: true },

@@ -110,6 +110,13 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
       'TOO_MANY_ALIASES',
     ],
     [
+      'a query costing over 50,000 (100 runs × 100 steps each)',
+      () =>
+        query('{ runs(first: 100) { edges { node { steps(first: 100) { edges { node { id kind } } } } } } }'),
+      200,
+      'QUERY_TOO_COSTLY',
+    ],
+    [
       'an invalid enum value',
       () => query('{ runs(filter: { statuses: [PAUSED] }) { edges { cursor } } }'),
       200,
@@ -172,6 +179,29 @@ describe.each(backendNames)('bad input over HTTP, against the real server (%s)',
     expect(answer.text).not.toMatch(internals);
     expect(await written()).toEqual(before);
     await healthy();
+  });
+
+  it('costs a selection the same whether its fields are written out or spread from a fragment', async () => {
+    // 500 timeline entries with the fields a screen shows: under the cost limit written out, and so through a
+    // fragment, as generated clients write it (a fragment is not a level of nesting).
+    const fields = 'sequence occurredAt kind round durationMs outcome detail step { id failureCode }';
+    const inline = await post(
+      query(
+        `query ($u: String!) { run(uuid: $u) { timelinePage(first: 500) { edges { node { ${fields} } } } } }`,
+        {
+          u: runUuid,
+        },
+      ),
+    );
+    const spread = await post(
+      query(
+        `query ($u: String!) { run(uuid: $u) { timelinePage(first: 500) { edges { node { ...Line } } } } } fragment Line on TimelineEntry { ${fields} }`,
+        { u: runUuid },
+      ),
+    );
+    expect(inline.codes).toEqual([]);
+    expect(spread.codes).toEqual([]);
+    expect(spread.body).toEqual(inline.body);
   });
 
   it('refuses a non-JSON body without the CSRF header', async () => {

@@ -78,7 +78,7 @@ export const RunPageQuery = graphql(`
   query ViewerRunPage($uuid: String!, $locale: Locale!) {
     run(uuid: $uuid) {
       ...ViewerRunHeader
-      timelinePage(first: 200, locale: $locale) {
+      timelinePage(first: 500, locale: $locale) {
         edges {
           node {
             ...ViewerTimelineRow
@@ -121,7 +121,7 @@ export const TimelineAfterQuery = graphql(`
   query ViewerTimelineAfter($uuid: String!, $locale: Locale!, $after: String) {
     run(uuid: $uuid) {
       id
-      timelinePage(first: 200, after: $after, locale: $locale) {
+      timelinePage(first: 500, after: $after, locale: $locale) {
         edges {
           node {
             ...ViewerTimelineRow
@@ -167,6 +167,30 @@ export const CancelRunMutation = graphql(`
   }
 `);
 
+export const OutcomeBucketFragment = graphql(`
+  fragment ViewerOutcomeBucket on ToolOutcomeGroup {
+    bucketStart
+    counts {
+      ok
+      failed
+      cancelled
+    }
+  }
+`);
+
+export const OutcomeRowFragment = graphql(`
+  fragment ViewerOutcomeRow on ToolOutcomeGroup {
+    counts {
+      ok
+      failed
+      cancelled
+      total
+      failureRate
+    }
+    p95DurationMs
+  }
+`);
+
 export const ServersPageQuery = graphql(`
   query ViewerServersPage($since: DateTime!, $minCalls: Int!, $utcOffsetMinutes: Int!) {
     perServer: toolOutcomeStats(
@@ -177,14 +201,7 @@ export const ServersPageQuery = graphql(`
     ) {
       groups {
         server
-        counts {
-          ok
-          failed
-          cancelled
-          total
-          failureRate
-        }
-        p95DurationMs
+        ...ViewerOutcomeRow
       }
       truncated
     }
@@ -212,12 +229,7 @@ export const ServersPageQuery = graphql(`
       utcOffsetMinutes: $utcOffsetMinutes
     ) {
       groups {
-        bucketStart
-        counts {
-          ok
-          failed
-          cancelled
-        }
+        ...ViewerOutcomeBucket
       }
     }
   }
@@ -233,14 +245,7 @@ export const ServerToolsQuery = graphql(`
     ) {
       groups {
         toolName
-        counts {
-          ok
-          failed
-          cancelled
-          total
-          failureRate
-        }
-        p95DurationMs
+        ...ViewerOutcomeRow
       }
       truncated
     }
@@ -252,12 +257,7 @@ export const ServerToolsQuery = graphql(`
       utcOffsetMinutes: $utcOffsetMinutes
     ) {
       groups {
-        bucketStart
-        counts {
-          ok
-          failed
-          cancelled
-        }
+        ...ViewerOutcomeBucket
       }
     }
   }
