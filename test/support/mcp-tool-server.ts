@@ -80,6 +80,8 @@ export interface HttpToolServer {
   started: string[];
   /** The Authorization header of every request that reached it ('' when none). */
   authorizations: string[];
+  /** The tool calls that reached it (`tools/call` requests), by tool name. */
+  calls: string[];
   close(): Promise<void>;
 }
 
@@ -88,11 +90,14 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
   const cancellations: string[] = [];
   const started: string[] = [];
   const authorizations: string[] = [];
+  const calls: string[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http: Server = createServer(async (request, response) => {
     authorizations.push(request.headers.authorization ?? '');
     try {
       const body = request.method === 'POST' ? await readBody(request) : undefined;
+      const message = body as { method?: unknown; params?: { name?: unknown } } | undefined;
+      if (message?.method === 'tools/call') calls.push(String(message.params?.name));
       const sessionId = request.headers['mcp-session-id'];
       let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
       if (!transport) {
@@ -123,6 +128,7 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
     cancellations,
     started,
     authorizations,
+    calls,
     close: async () => {
       for (const transport of sessions.values()) await transport.close();
       http.closeAllConnections();

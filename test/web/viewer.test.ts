@@ -6,7 +6,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/db/api-keys.ts';
+import { createApiKey, revokeApiKey } from '../../src/db/api-keys.ts';
 import { LABELS } from '../../src/domain/labels.ts';
 import { PERMISSIONS } from '../../src/domain/permissions.ts';
 import { DEMO_RUN_UUID, seedDemoData } from '../../src/ledger/seed.ts';
@@ -148,6 +148,17 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.reload();
     await page.getByText('Signed in as auditor').waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  it('leads back to sign-in when the key is revoked while the page is open', async () => {
+    const { key, row } = await createApiKey(database.handle.db, 'temporary', ['read_all_runs']);
+    const page = await signedIn(key, '/runs');
+    await page.getByTestId('runs-recent').waitFor();
+    await revokeApiKey(database.handle.db, String(row.id));
+    await page.getByRole('link', { name: 'Servers and tools' }).click();
     await page.getByLabel('API key').waitFor();
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await page.close();

@@ -27,8 +27,11 @@ type Check =
   | { state: 'signedIn'; session: Session };
 
 /** Asks the service who a key is: the viewer, or null when the key is not valid. */
-async function whoIs(key: string): Promise<{ session: Omit<Session, 'signOut'> } | { refused: string }> {
-  const client = createApiClient(key);
+async function whoIs(
+  key: string,
+  onKeyRefused: () => void,
+): Promise<{ session: Omit<Session, 'signOut'> } | { refused: string }> {
+  const client = createApiClient(key, onKeyRefused);
   const result = await client.query(ViewerSessionDocument, {}).toPromise();
   if (result.error || !result.data) return { refused: result.error ? errorCode(result.error) : 'UNKNOWN' };
   return { session: { client, viewer: result.data.viewer as ViewerSessionQuery['viewer'] } };
@@ -53,7 +56,7 @@ export function App() {
   );
 
   async function signIn(key: string): Promise<void> {
-    const answer = await whoIs(key);
+    const answer = await whoIs(key, signOut);
     if ('refused' in answer) {
       storedKey.clear();
       setCheck({ state: 'signedOut', wrongKey: answer.refused === 'UNAUTHENTICATED' });

@@ -1,6 +1,6 @@
 import { persistedExchange } from '@urql/exchange-persisted';
 import { createClient as createSseClient, type RequestParams } from 'graphql-sse';
-import { Client, fetchExchange, subscriptionExchange } from 'urql';
+import { Client, fetchExchange, mapExchange, subscriptionExchange } from 'urql';
 
 /** Where the service answers GraphQL: the same origin that served the page. */
 export const GRAPHQL_PATH = '/graphql';
@@ -16,7 +16,7 @@ interface HashedDocument {
  * sees what the ledger holds now. Subscriptions run over server-sent events
  * (GraphQL over SSE), which pass every proxy a POST passes.
  */
-export function createApiClient(key: string): Client {
+export function createApiClient(key: string, onKeyRefused: () => void = () => {}): Client {
   const headers = { authorization: `Bearer ${key}` };
   const sse = createSseClient({ url: GRAPHQL_PATH, headers, retryAttempts: 5 });
   return new Client({
@@ -24,6 +24,12 @@ export function createApiClient(key: string): Client {
     requestPolicy: 'network-only',
     fetchOptions: { headers },
     exchanges: [
+      // A key revoked while the page is open leads back to sign-in instead of an error on every screen.
+      mapExchange({
+        onError(error) {
+          if (errorCode(error) === 'UNAUTHENTICATED') onKeyRefused();
+        },
+      }),
       persistedExchange({
         enforcePersistedQueries: true,
         enableForMutation: true,
