@@ -72,4 +72,5 @@ app = await openApp();
 if (!stopping) {
   listener = app.listener;
   console.log(`runledger GraphQL API at http://${host}:${actualPort}${app.graphqlEndpoint}`);
+  console.log(`runledger viewer at http://${host}:${actualPort}/ (sign in with an API key)`);
 }
