@@ -1,8 +1,9 @@
 // Builds the web viewer into dist/web: its typed operations first (GraphQL Code Generator), then the
 // page itself (Vite), then the manifest of its operations beside it for the service to register.
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { generateWebOperations } from './web-codegen.mjs';
 
 // Always the production build of the page (React's too), whatever NODE_ENV the caller runs under
@@ -17,3 +18,15 @@ copyFileSync(
   join(root, 'web', 'src', 'gql', 'persisted-documents.json'),
   join(root, 'dist', 'web', 'persisted-documents.json'),
 );
+
+// Each text file also compressed, once, at build time: the service answers the variant the browser accepts.
+const out = join(root, 'dist', 'web');
+for (const file of readdirSync(out, { recursive: true, encoding: 'utf8' })) {
+  if (!/\.(js|css|html|svg|json)$/.test(file) || file === 'persisted-documents.json') continue;
+  const body = readFileSync(join(out, file));
+  writeFileSync(
+    join(out, `${file}.br`),
+    brotliCompressSync(body, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } }),
+  );
+  writeFileSync(join(out, `${file}.gz`), gzipSync(body, { level: 9 }));
+}

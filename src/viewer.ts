@@ -25,6 +25,13 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.woff2': 'font/woff2',
 };
 
+/** Encodings the build writes beside each text file, best first. */
+const ENCODINGS = [{ name: 'br' }, { name: 'gzip' }] as const;
+const ENCODING_SUFFIX: Readonly<Record<(typeof ENCODINGS)[number]['name'], string>> = {
+  br: '.br',
+  gzip: '.gz',
+};
+
 /**
  * What the browser may do on these pages: load and connect only to this
  * origin, never be framed (the Cancel button is not for clickjacking). The
@@ -90,6 +97,11 @@ export function createViewerHandler(
       if (relative.startsWith('..') || relative.includes(`..${sep}`)) return notFound();
     }
     const body = read(relative);
+    // The build compressed each text file (brotli and gzip): the smallest the browser accepts is sent.
+    const accepted = request.headers.get('accept-encoding') ?? '';
+    const encoding = ENCODINGS.find(
+      ({ name }) => new RegExp(`\\b${name}\\b`).test(accepted) && read(`${relative}${ENCODING_SUFFIX[name]}`),
+    )?.name;
     if (!body) {
       if (isAsset) return notFound();
       return new Response('The viewer is not built: run `npm run build`, then start the service again.\n', {
@@ -97,13 +109,16 @@ export function createViewerHandler(
         headers: { 'content-type': 'text/plain; charset=utf-8' },
       });
     }
+    const sent = encoding ? (read(`${relative}${ENCODING_SUFFIX[encoding]}`) ?? body) : body;
     const headers: Record<string, string> = {
       ...SECURITY_HEADERS,
+      vary: 'accept-encoding',
+      ...(encoding ? { 'content-encoding': encoding } : {}),
       'content-type': CONTENT_TYPES[extname(relative)] ?? 'application/octet-stream',
       'cache-control':
         isAsset && path.startsWith('/assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
     };
-    return new Response(request.method === 'HEAD' ? null : (body as BodyInit), { status: 200, headers });
+    return new Response(request.method === 'HEAD' ? null : (sent as BodyInit), { status: 200, headers });
   };
 }
 
