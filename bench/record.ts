@@ -23,11 +23,16 @@ import {
  * at rest and under this load, on PostgreSQL and on the embedded database.
  *
  * BENCH_STEPS: steps per measurement (default 3,000; requests = steps / size,
- * at least 4 per connection). BENCH_CPU_PROF=DIR: a CPU profile of the service.
+ * at least 4 per connection). BENCH_SIZES and BENCH_CONNECTIONS (comma-separated)
+ * narrow the table, BENCH_PGLITE=0 leaves the embedded database out.
+ * BENCH_CPU_PROF=DIR: a CPU profile of the service.
  */
 const STEPS = Number(process.env.BENCH_STEPS ?? 3_000);
-const SIZES = [1, 10, 100];
-const CONNECTIONS = [1, 8, 32];
+/** A comma-separated list of numbers from the environment, or the default. */
+const numbers = (value: string | undefined, fallback: number[]) =>
+  value ? value.split(',').map((n) => Number(n.trim())) : fallback;
+const SIZES = numbers(process.env.BENCH_SIZES, [1, 10, 100]);
+const CONNECTIONS = numbers(process.env.BENCH_CONNECTIONS, [1, 8, 32]);
 const MB = 1024 * 1024;
 
 const RECORD = `mutation ($input: RecordToolExecutionInput!) {
@@ -283,7 +288,7 @@ async function onPglite(memory: Array<Record<string, string | number>>): Promise
       memory.push(memoryRow('embedded (PGlite)', 'at rest', await service.memory()));
       const runs = await startRuns(service, key, 8);
       const { peak } = await peakMemory(service, async () => {
-        for (const size of [1, 100]) {
+        for (const size of SIZES.filter((s) => s !== 10)) {
           await load(service.url, key, 20, 8, (i) => body(size, runs[i % 8] ?? '', i));
           const requests = requestsFor(size, 8);
           const api = await load(service.url, key, requests, 8, (i) => body(size, runs[i % 8] ?? '', i));
@@ -318,7 +323,7 @@ export async function benchRecording(): Promise<void> {
   );
   const memory: Array<Record<string, string | number>> = [];
   await onPostgres(memory);
-  await onPglite(memory);
+  if (process.env.BENCH_PGLITE !== '0') await onPglite(memory);
   console.log('\n memory of the service process:');
   table(memory);
   console.log(

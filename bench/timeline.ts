@@ -10,6 +10,7 @@ import { benchKey, freshDatabase, graphql, quantile, rssMb, startService, table 
  * other runs too. The API (over HTTP, the service in its own process) against a
  * plain `pg` fetch of the same rows' metadata (the columns a line shows and its
  * metadata), in the same run; and the service's memory after many requests.
+ * BENCH_CPU_PROF=DIR: a CPU profile of the service.
  */
 const STEPS = Number(process.env.BENCH_TIMELINE_STEPS ?? 5_000);
 const OUTPUT_BYTES = Number(process.env.BENCH_OUTPUT_BYTES ?? 20_000);
@@ -107,7 +108,11 @@ export async function benchTimeline(): Promise<void> {
   const url = await freshDatabase('runledger_bench_timeline');
   const uuid = await seed(url);
   const key = await benchKey(url);
-  const service = await startService(url);
+  const service = await startService(url, {
+    nodeArgs: process.env.BENCH_CPU_PROF
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, '--cpu-prof-name=timeline.cpuprofile']
+      : [],
+  });
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   try {
     // Same rows first: every step once, in order, and no line shows the output.
