@@ -4,7 +4,7 @@ import { NO_OUTCOMES, type OutcomeTally } from '../domain/outcome-counts.ts';
 import type { StepKind } from '../domain/step-kind.ts';
 import type { TimelineRecord } from '../domain/timeline.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
-import type { Database } from './connection.ts';
+import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 
 export type StepRow = typeof runSteps.$inferSelect;
@@ -17,6 +17,26 @@ export type StepRow = typeof runSteps.$inferSelect;
 export type StepMetaRow = Omit<StepRow, 'payload'> & { payload?: StepRow['payload'] };
 
 const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
+
+/** A timeline row as the driver returns it: a bigint may come as text, a timestamp as text or a Date. */
+interface RawTimelineRow {
+  id: number | string;
+  sequence: number;
+  kind: string;
+  occurred_at: string | Date;
+  round: number;
+  duration_ms: number;
+  tool_name: string | null;
+  server: string | null;
+  tool_is_error: boolean | null;
+  tool_outcome: string | null;
+  metadata: Record<string, unknown>;
+}
+
+/** A timestamptz as either driver returns it: PostgreSQL's text (with its offset) or a Date. */
+function timestampOf(value: string | Date): Date {
+  return value instanceof Date ? value : new Date(value);
+}
 
 /** What a timeline line is built from (never the payload), and the step's id, which TimelineEntry.step loads only when selected. */
 export interface TimelineRow extends TimelineRecord {
@@ -81,29 +101,33 @@ export async function timelineRowsOfRun(
   runId: number,
   options: { afterSequence: number | null; limit: number },
 ): Promise<TimelineRow[]> {
-  return db
-    .select({
-      id: runSteps.id,
-      sequence: runSteps.sequence,
-      kind: runSteps.kind,
-      occurredAt: runSteps.occurredAt,
-      round: runSteps.round,
-      durationMs: runSteps.durationMs,
-      toolName: runSteps.toolName,
-      server: runSteps.server,
-      toolIsError: runSteps.toolIsError,
-      toolOutcome: runSteps.toolOutcome,
-      facts: runSteps.metadata,
-    })
-    .from(runSteps)
-    .where(
-      and(
-        eq(runSteps.runId, runId),
-        options.afterSequence === null ? undefined : gt(runSteps.sequence, options.afterSequence),
-      ),
-    )
-    .orderBy(asc(runSteps.sequence))
-    .limit(options.limit);
+  const s = runSteps;
+  // Plain rows mapped here rather than by the query builder: thousands of rows, a few columns each.
+  const rows = await selectRows<RawTimelineRow>(
+    db,
+    sql`select ${s.id} as id, ${s.sequence} as sequence, ${s.kind} as kind, ${s.occurredAt} as occurred_at,
+               ${s.round} as round, ${s.durationMs} as duration_ms, ${s.toolName} as tool_name,
+               ${s.server} as server, ${s.toolIsError} as tool_is_error, ${s.toolOutcome} as tool_outcome,
+               ${s.metadata} as metadata
+          from ${s}
+         where ${s.runId} = ${runId}
+               ${options.afterSequence === null ? sql`` : sql`and ${s.sequence} > ${options.afterSequence}`}
+         order by ${s.sequence}
+         limit ${options.limit}`,
+  );
+  return rows.map((row) => ({
+    id: Number(row.id),
+    sequence: row.sequence,
+    kind: row.kind,
+    occurredAt: timestampOf(row.occurred_at),
+    round: row.round,
+    durationMs: row.duration_ms,
+    toolName: row.tool_name,
+    server: row.server,
+    toolIsError: row.tool_is_error,
+    toolOutcome: row.tool_outcome,
+    facts: row.metadata,
+  }));
 }
 
 export async function findStepsByIds(db: Database, ids: readonly number[]): Promise<StepMetaRow[]> {

@@ -106,15 +106,36 @@ function outcomeLabelsOf(locale: Locale): Record<OutcomeLabelKey, string> {
   };
 }
 
-/** A label with its `{name}` placeholders filled in. */
+/** A label split once into its words and its `{name}` placeholders (odd indexes are names). */
+type Template = readonly string[];
+
+const templates = new Map<string, Template>();
+
+function templateOf(text: string): Template {
+  let template = templates.get(text);
+  if (!template) {
+    // split with a capturing group: words at even indexes, placeholder names at odd ones.
+    template = text.split(/\{(\w+)\}/);
+    templates.set(text, template);
+  }
+  return template;
+}
+
+/** A label with its `{name}` placeholders filled in (one left as it is when no value is given). */
 export function label(
   locale: Locale,
   key: LabelKey,
   values: Readonly<Record<string, string | number>> = {},
 ): string {
-  return LABELS[locale][key].replace(/\{(\w+)\}/g, (placeholder, name: string) =>
-    name in values ? String(values[name]) : placeholder,
-  );
+  const template = templateOf(LABELS[locale][key]);
+  if (template.length === 1) return template[0] ?? '';
+  let text = template[0] ?? '';
+  for (let i = 1; i < template.length; i += 2) {
+    const name = template[i] ?? '';
+    text += name in values ? String(values[name]) : `{${name}}`;
+    text += template[i + 1] ?? '';
+  }
+  return text;
 }
 
 export function outcomeLabel(outcome: ToolOutcome, locale: Locale = 'en'): string {

@@ -75,7 +75,6 @@ export interface TimelineRecord {
 }
 
 export function timelineSource(record: TimelineRecord): TimelineSource {
-  const { writeTarget: _writeTarget, ...metadata } = record.facts;
   return {
     sequence: record.sequence,
     kind: record.kind as StepKind,
@@ -86,7 +85,8 @@ export function timelineSource(record: TimelineRecord): TimelineSource {
     toolName: record.toolName,
     outcome: statedOutcome(record.kind, record.toolIsError, record.toolOutcome),
     writeTarget: RunStep.writeTargetOf({ kind: record.kind, metadata: record.facts }),
-    metadata,
+    // Not copied without its writeTarget: a line reads DETAIL_FACTS of it and nothing else.
+    metadata: record.facts,
   };
 }
 
