@@ -2,6 +2,7 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
+import { useCompiledQueries } from './graphql/compiled-queries.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage, useGraphiQLAssets } from './graphql/graphiql.ts';
@@ -110,6 +111,8 @@ export function createServer({
         : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
+      // Queries run as code compiled once per document; the rest as before.
+      useCompiledQueries(),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
     // Errors are logged by name and code, never by message: see log.ts.
