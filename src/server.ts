@@ -52,6 +52,8 @@ export interface ServerOptions {
   events?: RunEvents;
   /** The built web viewer served at `/` (its files and its operations' manifest); default: dist/web. */
   viewer?: string;
+  /** Queries run as code compiled once per document (compiled-queries.ts); default: on. Off: graphql-js runs them. */
+  compiledQueries?: boolean;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
@@ -70,6 +72,7 @@ export function createServer({
   trustedDocuments = trustedDocumentsFromEnv(),
   events = new RunEvents(inProcessChannel()),
   viewer = viewerDirectory(),
+  compiledQueries = true,
 }: ServerOptions): Server {
   const tools = mcpDependencies(sessions, calls);
   const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
@@ -112,7 +115,7 @@ export function createServer({
       ...protectionPlugins(production),
       useStableErrorCodes(production),
       // Queries run as code compiled once per document; the rest as before.
-      useCompiledQueries(),
+      ...(compiledQueries ? [useCompiledQueries()] : []),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],
     // Errors are logged by name and code, never by message: see log.ts.
