@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { type Database, selectRows } from './connection.ts';
 
@@ -56,6 +56,16 @@ function parseNotice(payload: string | undefined): Notice | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * The notice of a change to a run (its uuid and last sequence, SQL text and
+ * bigint), sent from inside a statement: PostgreSQL delivers it when the
+ * statement's transaction commits, and never if it does not. The same notice
+ * as `publish` sends (parseNotice reads both), without a statement of its own.
+ */
+export function runNoticeSql(runUuid: SQL, sequence: SQL): SQL {
+  return sql`pg_notify(${CHANNEL}, json_build_object('t', 'run', 'r', ${runUuid}, 's', ${sequence})::text)`;
 }
 
 /** A notice as sent: short keys, far below NOTIFY's 8,000-byte limit. */

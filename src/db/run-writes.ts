@@ -6,6 +6,7 @@ import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
 import { forgetKey } from './api-keys.ts';
 import type { Database } from './connection.ts';
+import { runNoticeSql } from './notifications.ts';
 import type { RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
 
@@ -41,6 +42,8 @@ export interface OneStatementAppend {
   /** The steps, numbered by the statement from the run's last sequence + 1 (their own sequence is ignored). */
   steps: readonly RunStep[];
   rollups: RunRollups;
+  /** Whether the statement itself sends the run's live notice (LISTEN/NOTIFY), delivered when it commits. */
+  announce: boolean;
 }
 
 /**
@@ -51,7 +54,7 @@ export interface OneStatementAppend {
 export type OneStatementOutcome =
   | { outcome: 'unauthenticated' | 'not_found' | 'judge' }
   | { outcome: 'replayed'; fingerprint: string; run: RunRow; steps: StepRow[] }
-  | { outcome: 'appended'; run: RunRow; steps: StepRow[] };
+  | { outcome: 'appended'; run: RunRow; steps: StepRow[]; announced: boolean };
 
 /** A row as `to_jsonb` writes it: snake_case names, timestamps as ISO text. */
 type JsonRow = Record<string, unknown>;
@@ -110,8 +113,15 @@ const appendStatements = new WeakMap<Database, ReturnType<typeof prepareAppend>>
 
 function prepareAppend(db: Database) {
   const p = (name: string) => sql.placeholder(name);
+  // The new steps' notice, when asked for and steps were stored: the run's uuid and its last sequence.
+  const stored = sql`${p('announce')}::boolean and appended->>'outcome' = 'appended' and jsonb_array_length(appended->'ids') > 0`;
+  const lastSequence = sql`(appended->>'firstSequence')::bigint + jsonb_array_length(appended->'ids') - 1`;
+  const notice = runNoticeSql(sql`appended->'run'->>'uuid'`, lastSequence);
   return db
-    .select({ result: sql<RawOutcome>`appended` })
+    .select({
+      result: sql<RawOutcome>`appended`,
+      announced: sql<boolean>`case when ${stored} then (select true from (select ${notice}) as sent) else false end`,
+    })
     .from(
       sql`append_run_steps(${p('runUuid')}::uuid, ${p('owner')}::text, ${p('keyHash')}::text, ${p('idempotencyKey')}::text, ${p('fingerprint')}::text, ${p('openStatuses')}::text[], ${p('maxSequence')}::bigint, ${p('maxRunTokens')}::bigint, ${p('steps')}::jsonb, ${p('rounds')}::int, ${p('promptTokens')}::bigint, ${p('completionTokens')}::bigint, ${p('estimatedCost')}::numeric) AS appended`,
     )
@@ -153,6 +163,7 @@ export async function appendInOneStatement(
     promptTokens: append.rollups.promptTokens,
     completionTokens: append.rollups.completionTokens,
     estimatedCost: append.rollups.estimatedCost,
+    announce: append.announce,
   });
   const raw = row?.result;
   if (!raw) throw new Error('append_run_steps returned nothing');
@@ -166,7 +177,7 @@ export async function appendInOneStatement(
       const steps = records.map(
         (record, i): StepRow => ({ ...record, id: ids[i] ?? 0, runId: run.id, sequence: first + i }),
       );
-      return { outcome: raw.outcome, run, steps };
+      return { outcome: raw.outcome, run, steps, announced: row?.announced === true };
     }
     case 'replayed':
       return {

@@ -52,6 +52,12 @@ export interface AppendRequest {
   keyHash?: string | null;
   build: (trace: RunTrace) => void;
   clock?: () => Date;
+  /**
+   * Whether the append may send the run's live notice through PostgreSQL
+   * itself, in its own statement (LISTEN/NOTIFY; AppendResult.announced says
+   * whether it did). Otherwise, and when it did not, the caller announces.
+   */
+  announce?: boolean;
 }
 
 export interface AppendResult {
@@ -59,6 +65,8 @@ export interface AppendResult {
   steps: StepRow[];
   /** True when the key had been seen: nothing was written and the stored steps are returned. */
   replayed: boolean;
+  /** True when the append's own statement sent the run's live notice (see AppendRequest.announce). */
+  announced?: boolean;
 }
 
 /** The statuses in which a run takes any step; in the others the domain decides step by step. */
@@ -107,6 +115,7 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
     maxRunTokens: Limits.maxRunTokens,
     steps: prepared.steps,
     rollups: prepared.rollups,
+    announce: request.announce ?? false,
   });
   switch (done.outcome) {
     case 'unauthenticated':
@@ -117,7 +126,7 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
       if (done.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(key ?? '');
       return { run: done.run, steps: done.steps, replayed: true };
     case 'appended':
-      return { run: done.run, steps: done.steps, replayed: false };
+      return { run: done.run, steps: done.steps, replayed: false, announced: done.announced };
     case 'judge':
       return appendJudged(db, { ...request, keyHash: null });
   }
@@ -230,10 +239,14 @@ export async function recordPermitted(
     build: (trace) => {
       for (const command of checked.built) trace.apply(command);
     },
+    // Through PostgreSQL, the append's own statement sends the notice: no statement and round trip of its own.
+    announce: events?.channelKind === 'postgres',
   });
   // Committed: live streams on every instance may read it now. A replay stored nothing new.
   const lastStep = result.steps.at(-1);
-  if (events && !result.replayed && lastStep) await events.runChanged(checked.runUuid, lastStep.sequence);
+  if (events && !result.replayed && !result.announced && lastStep) {
+    await events.runChanged(checked.runUuid, lastStep.sequence);
+  }
   return result;
 }
 

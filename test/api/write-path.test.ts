@@ -1,8 +1,13 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { apiKeys, runSteps, runs } from '../../drizzle/schema.ts';
+import { createApiKey } from '../../src/db/api-keys.ts';
+import { type Notice, type NoticeChannel, openPostgresChannel } from '../../src/db/notifications.ts';
+import { PERMISSIONS } from '../../src/domain/permissions.ts';
+import { RunEvents } from '../../src/ledger/run-events.ts';
+import { createServer, type Server } from '../../src/server.ts';
 import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
-import { backendNames } from '../support/databases.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 const START = `mutation { startRun(input: { configuration: "write-path" }) {
   ... on StartRunSuccess { data { uuid } } } }`;
@@ -116,3 +121,73 @@ describe.each(backendNames)('the write path (%s)', (backend) => {
     expect(await stepsOf(mine)).toBe(0);
   });
 });
+
+// Not in a rolled-back transaction: a notice is delivered only when its transaction commits.
+describe.skipIf(!backendNames.includes('postgres'))(
+  'the write path with live runs through PostgreSQL',
+  () => {
+    let database: TestDatabase;
+    let channel: NoticeChannel;
+    let server: Server;
+    let key = '';
+    const statements: string[] = [];
+    const notices: Notice[] = [];
+
+    beforeAll(async () => {
+      database = await openTestDatabase('postgres', { onQuery: (text) => statements.push(text) });
+      channel = await openPostgresChannel({ url: database.url ?? '', db: database.handle.db });
+      channel.listen((notice) => notices.push(notice));
+      server = createServer({ handle: database.handle, graphiql: false, events: new RunEvents(channel) });
+      key = (await createApiKey(database.handle.db, 'alice', PERMISSIONS)).key;
+    });
+    afterAll(async () => {
+      await channel?.close();
+      await database?.dispose();
+    });
+
+    async function ask<T>(query: string, variables: Record<string, unknown>): Promise<T> {
+      const response = await server.fetch('http://runledger.test/graphql', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ query, variables }),
+      });
+      return ((await response.json()) as { data: T }).data;
+    }
+
+    /** The notices of the run heard so far, after waiting for one with this sequence (or a short while). */
+    async function heard(uuid: string, sequence: number | null): Promise<Notice[]> {
+      const of = () => notices.filter((notice) => notice.runUuid === uuid);
+      for (let waited = 0; waited < 3_000; waited += 20) {
+        if (sequence !== null && of().some((n) => n.type === 'run' && n.sequence === sequence)) break;
+        if (sequence === null && waited >= 300) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return of();
+    }
+
+    it("sends a step's notice from the append's own statement, on commit, and none for a replay", async () => {
+      const started = await ask<{ startRun: { data: { uuid: string } } }>(START, {});
+      const uuid = started.startRun.data.uuid;
+      await ask(RECORD, { u: uuid, d: 1 });
+      expect(await heard(uuid, 1)).toContainEqual({ type: 'run', runUuid: uuid, sequence: 1 });
+
+      statements.length = 0;
+      notices.length = 0;
+      const second = await ask<{ recordToolExecution: Recorded }>(RECORD, { u: uuid, d: 2 });
+      expect(second.recordToolExecution.data?.steps).toEqual([{ sequence: 2 }]);
+      // One statement: the append and its notice, no pg_notify of its own.
+      expect(statements, statements.join('\n')).toHaveLength(1);
+      expect(statements[0]).toContain('append_run_steps');
+      expect(statements[0]).toContain('pg_notify');
+      expect(await heard(uuid, 2)).toEqual([{ type: 'run', runUuid: uuid, sequence: 2 }]);
+
+      notices.length = 0;
+      await ask(BATCH, { u: uuid, k: 'once' });
+      expect(await heard(uuid, 4)).toEqual([{ type: 'run', runUuid: uuid, sequence: 4 }]);
+      notices.length = 0;
+      const again = await ask<{ recordSteps: Recorded }>(BATCH, { u: uuid, k: 'once' });
+      expect(again.recordSteps.data?.replayed).toBe(true);
+      expect(await heard(uuid, null)).toEqual([]);
+    });
+  },
+);
