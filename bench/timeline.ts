@@ -146,10 +146,14 @@ export async function benchTimeline(): Promise<void> {
     );
 
     const rssBefore = rssMb(service.pid);
+    // The service's own CPU per whole timeline: what it costs whatever else the machine runs.
+    const cpuBefore = (await service.memory()).cpuMicros;
+    const wholeTimes = await measure(`whole timeline, ${STEPS} steps: API`, () =>
+      graphql(service.url, key, TIMELINE, { uuid }),
+    );
+    const cpuPerTimeline = ((await service.memory()).cpuMicros - cpuBefore) / (REPEATS + 3) / 1000;
     const results = [
-      await measure(`whole timeline, ${STEPS} steps: API`, () =>
-        graphql(service.url, key, TIMELINE, { uuid }),
-      ),
+      wholeTimes,
       await measure(`same rows' metadata: plain pg`, () => pool.query(PLAIN, [uuid])),
       await measure('first timeline page (500): API', () =>
         graphql(service.url, key, PAGE, { uuid, after: null }),
@@ -173,6 +177,7 @@ export async function benchTimeline(): Promise<void> {
     console.log(
       `  median ratio API / plain pg: whole timeline ${ratio(0, 1)} (target <= 1.5), one page ${ratio(2, 3)}`,
     );
+    console.log(`  service CPU per whole timeline: ${cpuPerTimeline.toFixed(1)} ms`);
     console.log(
       `  service RSS: ${rssBefore.toFixed(0)} MB after the checks, ${rssAfter.toFixed(0)} MB after ${REPEATS * 3 + 3 * 5 + 50} more timeline reads (${(rssAfter - rssBefore).toFixed(0)} MB)`,
     );
