@@ -201,6 +201,9 @@ export async function load(
 ): Promise<{ seconds: number; p50: number; p97_5: number; p99: number; errors: number }> {
   let i = 0;
   const started = process.hrtime.bigint();
+  // The last answer's time: autocannon itself ends on its next one-second tick, which in a phase of a
+  // second or two would count up to a second of nothing.
+  let answered = started;
   const result = await autocannon({
     url,
     connections,
@@ -214,12 +217,15 @@ export async function load(
           i += 1;
           return { ...request, body: JSON.stringify(body(current)) };
         },
+        onResponse: () => {
+          answered = process.hrtime.bigint();
+        },
       },
     ],
   });
   return {
-    // autocannon reports whole seconds; short phases need the real clock.
-    seconds: Number(process.hrtime.bigint() - started) / 1e9,
+    // autocannon reports whole seconds; short phases need the real clock, up to the last answer.
+    seconds: Number(answered - started) / 1e9,
     p50: result.latency.p50,
     p97_5: result.latency.p97_5,
     p99: result.latency.p99,
