@@ -6,7 +6,7 @@ import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
 import { forgetKey } from './api-keys.ts';
 import type { Database } from './connection.ts';
-import { runNoticeSql } from './notifications.ts';
+import { runNoticeSql } from './notices.ts';
 import type { RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
 
