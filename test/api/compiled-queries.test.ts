@@ -115,6 +115,13 @@ describe.each(backendNames)('compiled queries answer as graphql-js does (%s)', (
       }),
     ],
     [
+      'introspection (outside production)',
+      () => ({
+        query: `{ __schema { queryType { name } types { name kind } }
+                  __type(name: "TimelineEntry") { fields { name type { kind name ofType { kind name } } } } }`,
+      }),
+    ],
+    [
       'a variable of the wrong type',
       () => ({ query: 'query ($n: Int) { runs(first: $n) { edges { cursor } } }', variables: { n: 'ten' } }),
     ],
