@@ -1,5 +1,11 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
+import {
+  OUTCOME_ROLLUPS,
+  planOutcomeStats,
+  type RollupName,
+  type StatsSegment,
+} from '../domain/outcome-rollups.ts';
 import type { OutcomeDimension, StatsCell } from '../domain/outcome-stats.ts';
 import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
@@ -22,9 +28,6 @@ export interface StatsQuery {
 
 /** `raw` reads run_steps only; `auto` answers whole UTC hours and days from the rollups where it can. */
 export type StatsStrategy = 'auto' | 'raw';
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 
 // Counts arrive as bigint (text or BigInt, by driver) and are read with Number().
 interface Row {
@@ -104,40 +107,50 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
   });
 }
 
-/** A rollup of tool calls: its table, its time column, and whether its key holds the run's owner and configuration. */
+/** A rollup of tool calls as the statements read it: its table, its time column, its key. */
 interface Rollup {
-  table: 'tool_outcome_daily' | 'tool_outcome_owner_daily' | 'tool_outcome_hourly';
+  table: string;
   since: (at: Date) => SQL;
   until: (at: Date) => SQL;
   epochMs: SQL;
-  byRun: boolean;
+  dimensions: readonly OutcomeDimension[];
 }
 
 const dayText = (at: Date) => at.toISOString().slice(0, 10);
-const daySince = (at: Date) => sql`day >= ${dayText(at)}::date`;
-const dayUntil = (at: Date) => sql`day < ${dayText(at)}::date`;
-const dayEpochMs = epochMsSql(sql`day::timestamp`);
+const DAILY = {
+  since: (at: Date) => sql`day >= ${dayText(at)}::date`,
+  until: (at: Date) => sql`day < ${dayText(at)}::date`,
+  epochMs: epochMsSql(sql`day::timestamp`),
+};
+const HOURLY = {
+  since: (at: Date) => sql`hour >= ${at.toISOString()}::timestamptz`,
+  until: (at: Date) => sql`hour < ${at.toISOString()}::timestamptz`,
+  epochMs: epochMsSql(sql`hour`),
+};
 
-const ROLLUPS = {
-  /** (UTC day, server, tool): the smallest, for what needs neither owner nor configuration. */
-  daily: { table: 'tool_outcome_daily', since: daySince, until: dayUntil, epochMs: dayEpochMs, byRun: false },
-  /** (UTC day, owner, configuration, server, tool): every grouping, every actor, by whole days. */
-  ownerDaily: {
-    table: 'tool_outcome_owner_daily',
-    since: daySince,
-    until: dayUntil,
-    epochMs: dayEpochMs,
-    byRun: true,
-  },
-  /** (UTC hour, owner, configuration, server, tool): hours, and days that start on another hour. */
-  hourly: {
-    table: 'tool_outcome_hourly',
-    since: (at) => sql`hour >= ${at.toISOString()}::timestamptz`,
-    until: (at) => sql`hour < ${at.toISOString()}::timestamptz`,
-    epochMs: epochMsSql(sql`hour`),
-    byRun: true,
-  },
-} as const satisfies Record<string, Rollup>;
+/** The tables of the domain's rollups (migrations 0005, 0012 and 0019). */
+const TABLES: Readonly<Record<RollupName, string>> = {
+  serverDaily: 'tool_outcome_server_daily',
+  serverToolDaily: 'tool_outcome_daily',
+  ownerConfigurationDaily: 'tool_outcome_owner_configuration_daily',
+  ownerToolDaily: 'tool_outcome_owner_tool_daily',
+  ownerConfigurationServerDaily: 'tool_outcome_owner_configuration_server_daily',
+  everyKeyDaily: 'tool_outcome_owner_daily',
+  serverHourly: 'tool_outcome_server_hourly',
+  ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
+  everyKeyHourly: 'tool_outcome_hourly',
+};
+
+const ROLLUPS = new Map<RollupName, Rollup>(
+  OUTCOME_ROLLUPS.map((rollup) => [
+    rollup.name,
+    {
+      table: TABLES[rollup.name],
+      dimensions: rollup.dimensions,
+      ...(rollup.grain === 'day' ? DAILY : HOURLY),
+    },
+  ]),
+);
 
 /** Whole units [from, to) of a rollup's time column, summed per group (and time bucket). */
 async function rollupCells(
@@ -148,6 +161,10 @@ async function rollupCells(
   to: Date,
 ): Promise<StatsCell[]> {
   const keys: SQL[] = [];
+  const missing = [...query.groupBy, ...filteredBy(query)].find(
+    (field) => !rollup.dimensions.includes(field),
+  );
+  if (missing) throw new Error(`${rollup.table} has no ${missing}`);
   if (query.groupBy.includes('server')) keys.push(sql`server`);
   if (query.groupBy.includes('tool')) keys.push(sql`tool_name as tool`);
   if (query.groupBy.includes('configuration')) keys.push(sql`configuration`);
@@ -158,8 +175,8 @@ async function rollupCells(
     rollup.until(to),
     inList(sql`server`, query.servers),
     inList(sql`tool_name`, query.tools),
-    rollup.byRun ? inList(sql`configuration`, query.configurations) : null,
-    rollup.byRun ? inList(sql`owner`, query.owners) : null,
+    inList(sql`configuration`, query.configurations),
+    inList(sql`owner`, query.owners),
   ].filter((c): c is SQL => c !== null);
   // Histograms summed element by element, one sum per bucket: of the ways to add arrays across rows
   // in plain SQL (unnest ... with ordinality grouped by bucket, a custom aggregate) this is the one
@@ -194,62 +211,44 @@ async function rollupCells(
   );
 }
 
-/** The (day, server, tool) rollup knows neither owners nor configurations. */
-function needsRunKey(query: StatsQuery): boolean {
-  return (
-    query.groupBy.some((dimension) => dimension === 'configuration' || dimension === 'owner') ||
-    Boolean(query.configurations?.length) ||
-    Boolean(query.owners?.length)
-  );
-}
-
-/**
- * The largest time unit whose whole units the buckets are built from: a day
- * when buckets (if any) start at UTC midnight, an hour when they start on a
- * whole UTC hour, else none (an offset such as +05:30 reads run_steps). A
- * duration histogram mixes every outcome, so an outcome filter reads run_steps too.
- */
-function rollupUnit(query: StatsQuery): 'day' | 'hour' | null {
-  if (query.outcomes?.length) return null;
-  if (query.spec === null) return 'day';
-  if (query.spec.bucket !== 'hour' && query.spec.shiftMs % DAY_MS === 0) return 'day';
-  return query.spec.shiftMs % HOUR_MS === 0 ? 'hour' : null;
-}
-
-function floorTo(at: Date, unitMs: number, roundUp: boolean): Date {
-  const floor = Math.floor(at.getTime() / unitMs) * unitMs;
-  return new Date(roundUp && floor < at.getTime() ? floor + unitMs : floor);
+/** The fields a query filters by. */
+function filteredBy(query: StatsQuery): OutcomeDimension[] {
+  const filters: Array<[OutcomeDimension, readonly string[] | null | undefined]> = [
+    ['server', query.servers],
+    ['tool', query.tools],
+    ['configuration', query.configurations],
+    ['owner', query.owners],
+  ];
+  return filters.filter(([, values]) => Boolean(values?.length)).map(([field]) => field);
 }
 
 /**
  * Tool calls counted by outcome, with duration histograms, in slices the
- * domain's `summarise` merges. Whole UTC days come from a daily rollup, the
- * whole hours around them from the hourly one, and the partial hours at the
- * edges (and what no rollup answers) from run_steps.
+ * domain's `summarise` merges: each segment of the domain's plan read from its
+ * rollup, or from run_steps (everything from run_steps with `raw`).
  */
 export async function outcomeStatsCells(
   db: Database,
   query: StatsQuery,
   strategy: StatsStrategy = 'auto',
 ): Promise<StatsCell[]> {
-  const { from, to } = query.range;
-  const unit = strategy === 'raw' ? null : rollupUnit(query);
-  const hourFrom = floorTo(from, HOUR_MS, true);
-  const hourTo = floorTo(to, HOUR_MS, false);
-  if (unit === null || hourFrom.getTime() >= hourTo.getTime()) return rawCells(db, query, from, to);
-  const dayFrom = floorTo(from, DAY_MS, true);
-  const dayTo = floorTo(to, DAY_MS, false);
-  const parts: Array<Promise<StatsCell[]>> = [];
-  if (from < hourFrom) parts.push(rawCells(db, query, from, hourFrom));
-  if (hourTo < to) parts.push(rawCells(db, query, hourTo, to));
-  if (unit === 'day' && dayFrom < dayTo) {
-    parts.push(
-      rollupCells(db, needsRunKey(query) ? ROLLUPS.ownerDaily : ROLLUPS.daily, query, dayFrom, dayTo),
-    );
-    if (hourFrom < dayFrom) parts.push(rollupCells(db, ROLLUPS.hourly, query, hourFrom, dayFrom));
-    if (dayTo < hourTo) parts.push(rollupCells(db, ROLLUPS.hourly, query, dayTo, hourTo));
-  } else {
-    parts.push(rollupCells(db, ROLLUPS.hourly, query, hourFrom, hourTo));
-  }
+  const parts = statsSegments(query, strategy).map(({ from, to, source }) => {
+    if (source === 'raw') return rawCells(db, query, from, to);
+    const rollup = ROLLUPS.get(source);
+    if (!rollup) throw new Error(`no rollup named ${source}`);
+    return rollupCells(db, rollup, query, from, to);
+  });
   return (await Promise.all(parts)).flat();
+}
+
+/** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */
+export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto'): StatsSegment[] {
+  if (strategy === 'raw') return [{ from: query.range.from, to: query.range.to, source: 'raw' }];
+  return planOutcomeStats({
+    groupBy: query.groupBy,
+    filteredBy: filteredBy(query),
+    outcomeFilter: Boolean(query.outcomes?.length),
+    range: query.range,
+    spec: query.spec,
+  });
 }

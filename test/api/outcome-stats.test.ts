@@ -1,8 +1,9 @@
 import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
-import { outcomeStatsCells, type StatsQuery } from '../../src/db/outcome-stats.ts';
+import { outcomeStatsCells, type StatsQuery, statsSegments } from '../../src/db/outcome-stats.ts';
 import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
+import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
 import { summarise } from '../../src/domain/outcome-stats.ts';
 import { bucketSpec } from '../../src/domain/time-buckets.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
@@ -379,8 +380,20 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['configuration'],
       ['owner', 'server'],
       ['configuration', 'tool'],
+      ['tool'],
+      ['owner', 'tool'],
+      ['owner', 'configuration', 'server'],
       ['server', 'tool', 'configuration', 'owner'],
     ] as const;
+    // Filters taken in turn too: a filter needs its field in the rollup's key as a grouping does.
+    const filters: Array<Partial<StatsQuery>> = [
+      {},
+      { servers: ['fs'] },
+      {},
+      { tools: ['read', 'fetch'] },
+      { configurations: ['docs'] },
+    ];
+    const sourcesUsed = new Set<string>();
     const buckets = [
       [null, 0],
       ['hour', 0],
@@ -406,7 +419,9 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
             range,
             spec: bucket ? bucketSpec(bucket, offset) : null,
             owners,
+            ...filters[turn % filters.length],
           };
+          for (const segment of statsSegments(query)) sourcesUsed.add(segment.source);
           const options = {
             spec: query.spec,
             range: query.range,
@@ -421,6 +436,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         }
     };
     await compare();
+    // Every rollup, and run_steps, answered some part of some query.
+    expect([...sourcesUsed].sort()).toEqual([...OUTCOME_ROLLUPS.map((r) => r.name), 'raw'].sort());
     await db.execute(
       sql`update run_steps set tool_is_error = not tool_is_error where tool_outcome is null and tool_is_error is not null`,
     );
