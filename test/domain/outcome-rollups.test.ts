@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import {
+  OUTCOME_ROLLUPS,
+  planOutcomeStats,
+  type RollupRequest,
+  rollupFor,
+} from '../../src/domain/outcome-rollups.ts';
+import type { OutcomeDimension } from '../../src/domain/outcome-stats.ts';
+import { bucketSpec } from '../../src/domain/time-buckets.ts';
+
+const at = (iso: string) => new Date(iso);
+const request = (overrides: Partial<RollupRequest> = {}): RollupRequest => ({
+  groupBy: [],
+  filteredBy: [],
+  outcomeFilter: false,
+  range: { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-09T05:40:00Z') },
+  spec: null,
+  ...overrides,
+});
+const sources = (plan: ReturnType<typeof planOutcomeStats>) => plan.map((segment) => segment.source);
+
+describe('which rollup answers which statistics request', () => {
+  it('picks the smallest rollup whose key holds every field grouped or filtered by', () => {
+    const cases: Array<[OutcomeDimension[], string, string]> = [
+      [[], 'serverDaily', 'serverHourly'],
+      [['server'], 'serverDaily', 'serverHourly'],
+      [['tool'], 'serverToolDaily', 'everyKeyHourly'],
+      [['server', 'tool'], 'serverToolDaily', 'everyKeyHourly'],
+      [['configuration'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
+      [['owner'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
+      [['owner', 'configuration'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
+      [['owner', 'tool'], 'ownerToolDaily', 'everyKeyHourly'],
+      [['owner', 'server'], 'ownerConfigurationServerDaily', 'everyKeyHourly'],
+      [['configuration', 'server'], 'ownerConfigurationServerDaily', 'everyKeyHourly'],
+      [['configuration', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
+      [['owner', 'server', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
+      [['owner', 'configuration', 'server', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
+    ];
+    for (const [fields, daily, hourly] of cases) {
+      expect([fields, rollupFor('day', fields)?.name]).toEqual([fields, daily]);
+      expect([fields, rollupFor('hour', fields)?.name]).toEqual([fields, hourly]);
+    }
+    // Every field of every combination has a rollup at both grains that holds it.
+    for (const grain of ['day', 'hour'] as const)
+      expect(rollupFor(grain, ['owner', 'configuration', 'server', 'tool'])?.dimensions).toHaveLength(4);
+  });
+
+  it('counts a filter as a field needed, as a grouping is: an actor who sees its own runs reads an owner rollup', () => {
+    const own = planOutcomeStats(request({ groupBy: ['server'], filteredBy: ['owner'] }));
+    expect(sources(own)).toEqual([
+      'raw',
+      'everyKeyHourly',
+      'ownerConfigurationServerDaily',
+      'everyKeyHourly',
+      'raw',
+    ]);
+    const byTool = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['owner'] }));
+    expect(sources(byTool)).toContain('ownerToolDaily');
+    const everyone = planOutcomeStats(request({ groupBy: ['server'] }));
+    expect(sources(everyone)).toEqual(['raw', 'serverHourly', 'serverDaily', 'serverHourly', 'raw']);
+  });
+
+  it('cuts the range into partial hours from run_steps, whole hours and whole UTC days, covering it once', () => {
+    const plan = planOutcomeStats(request({ groupBy: ['configuration'] }));
+    expect(plan).toEqual([
+      { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-01T11:00:00Z'), source: 'raw' },
+      {
+        from: at('2026-03-01T11:00:00Z'),
+        to: at('2026-03-02T00:00:00Z'),
+        source: 'ownerConfigurationHourly',
+      },
+      { from: at('2026-03-02T00:00:00Z'), to: at('2026-03-09T00:00:00Z'), source: 'ownerConfigurationDaily' },
+      {
+        from: at('2026-03-09T00:00:00Z'),
+        to: at('2026-03-09T05:00:00Z'),
+        source: 'ownerConfigurationHourly',
+      },
+      { from: at('2026-03-09T05:00:00Z'), to: at('2026-03-09T05:40:00Z'), source: 'raw' },
+    ]);
+    // Bounds on whole days: the daily rollup alone.
+    const whole = planOutcomeStats(
+      request({ range: { from: at('2026-03-01T00:00:00Z'), to: at('2026-03-05T00:00:00Z') } }),
+    );
+    expect(whole).toEqual([
+      { from: at('2026-03-01T00:00:00Z'), to: at('2026-03-05T00:00:00Z'), source: 'serverDaily' },
+    ]);
+  });
+
+  it('reads days from daily rollups for DAY and WEEK buckets at UTC, hours for HOUR buckets and whole-hour offsets', () => {
+    const week = planOutcomeStats(request({ groupBy: ['owner'], spec: bucketSpec('week', 0) }));
+    expect(sources(week)).toContain('ownerConfigurationDaily');
+    for (const spec of [bucketSpec('hour', 0), bucketSpec('day', 120), bucketSpec('week', -180)]) {
+      const plan = planOutcomeStats(request({ groupBy: ['server'], spec }));
+      expect(sources(plan)).toEqual(['raw', 'serverHourly', 'raw']);
+    }
+  });
+
+  it('reads run_steps whole for an outcome filter, an offset that is not a whole hour, and less than a whole hour', () => {
+    const { from, to } = request().range;
+    for (const asked of [
+      request({ outcomeFilter: true }),
+      request({ spec: bucketSpec('day', 330) }),
+      request({ spec: bucketSpec('hour', 45) }),
+      request({ range: { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-01T10:59:00Z') } }),
+      request({ range: { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-01T11:30:00Z') } }),
+    ]) {
+      const plan = planOutcomeStats(asked);
+      expect(plan).toHaveLength(1);
+      expect(plan[0]?.source).toBe('raw');
+      if (asked.range === request().range) expect(plan[0]).toMatchObject({ from, to });
+    }
+  });
+
+  it('lists each rollup once, by name, at an hour or a day', () => {
+    const names = OUTCOME_ROLLUPS.map((rollup) => rollup.name);
+    expect(new Set(names).size).toBe(names.length);
+    expect(new Set(OUTCOME_ROLLUPS.map((rollup) => rollup.grain))).toEqual(new Set(['day', 'hour']));
+  });
+});
