@@ -2,7 +2,9 @@ import { type SQL, sql } from 'drizzle-orm';
 import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
 import {
   OUTCOME_ROLLUPS,
+  oneRowPerGroup,
   planOutcomeStats,
+  type RollupDefinition,
   type RollupName,
   type StatsSegment,
 } from '../domain/outcome-rollups.ts';
@@ -108,12 +110,11 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
 }
 
 /** A rollup of tool calls as the statements read it: its table, its time column, its key. */
-interface Rollup {
+interface Rollup extends RollupDefinition {
   table: string;
   since: (at: Date) => SQL;
   until: (at: Date) => SQL;
   epochMs: SQL;
-  dimensions: readonly OutcomeDimension[];
 }
 
 const dayText = (at: Date) => at.toISOString().slice(0, 10);
@@ -144,11 +145,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
 const ROLLUPS = new Map<RollupName, Rollup>(
   OUTCOME_ROLLUPS.map((rollup) => [
     rollup.name,
-    {
-      table: TABLES[rollup.name],
-      dimensions: rollup.dimensions,
-      ...(rollup.grain === 'day' ? DAILY : HOURLY),
-    },
+    { ...rollup, table: TABLES[rollup.name], ...(rollup.grain === 'day' ? DAILY : HOURLY) },
   ]),
 );
 
@@ -187,7 +184,18 @@ async function rollupCells(
           Array.from({ length: DURATION_BUCKETS }, (_, bucket) => `sum(durations[${bucket + 1}])`).join(', '),
         )}]::bigint[] as histogram`
       : sql``;
-  const statement = sql`
+  const statement = oneRowPerGroup(rollup, {
+    groupBy: query.groupBy,
+    singleValued: singleValued(query),
+    spec: query.spec,
+  })
+    ? // Each row is a group already: read it as it is, no sum over rows.
+      sql`
+    select ${sql.join([...keys, sql``], sql`, `)} ok, failed, cancelled
+           ${(query.durations ?? true) ? sql`, durations as histogram` : sql``}
+      from ${sql.raw(rollup.table)}
+     where ${sql.join([...conditions, sql`ok + failed + cancelled > 0`], sql` and `)}`
+    : sql`
     select ${sql.join([...keys, sql``], sql`, `)}
            sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
            ${histogram}
@@ -211,15 +219,27 @@ async function rollupCells(
   );
 }
 
-/** The fields a query filters by. */
-function filteredBy(query: StatsQuery): OutcomeDimension[] {
-  const filters: Array<[OutcomeDimension, readonly string[] | null | undefined]> = [
+/** The fields a query filters to a single value. */
+function singleValued(query: StatsQuery): OutcomeDimension[] {
+  return filterValues(query)
+    .filter(([, values]) => values?.length === 1)
+    .map(([field]) => field);
+}
+
+function filterValues(query: StatsQuery): Array<[OutcomeDimension, readonly string[] | null | undefined]> {
+  return [
     ['server', query.servers],
     ['tool', query.tools],
     ['configuration', query.configurations],
     ['owner', query.owners],
   ];
-  return filters.filter(([, values]) => Boolean(values?.length)).map(([field]) => field);
+}
+
+/** The fields a query filters by. */
+function filteredBy(query: StatsQuery): OutcomeDimension[] {
+  return filterValues(query)
+    .filter(([, values]) => Boolean(values?.length))
+    .map(([field]) => field);
 }
 
 /**

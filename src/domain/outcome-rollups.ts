@@ -126,3 +126,27 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
   add(hourTo, to, 'raw');
   return segments;
 }
+
+const GRAIN_MS: Readonly<Record<RollupGrain, number>> = { hour: HOUR_MS, day: DAY_MS };
+
+/**
+ * Whether each row of a rollup is a group of the answer on its own, so that
+ * the statement reads rows instead of summing them: buckets of the rollup's own
+ * unit, aligned with it, and every field of its key either grouped by or
+ * filtered to a single value.
+ */
+export function oneRowPerGroup(
+  rollup: RollupDefinition,
+  request: {
+    groupBy: readonly OutcomeDimension[];
+    singleValued: readonly OutcomeDimension[];
+    spec: BucketSpec | null;
+  },
+): boolean {
+  const unit = GRAIN_MS[rollup.grain];
+  const spec = request.spec;
+  if (spec === null || spec.sizeMs !== unit || spec.shiftMs % unit !== 0) return false;
+  return rollup.dimensions.every(
+    (field) => request.groupBy.includes(field) || request.singleValued.includes(field),
+  );
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   OUTCOME_ROLLUPS,
+  oneRowPerGroup,
   planOutcomeStats,
   type RollupRequest,
   rollupFor,
@@ -109,6 +110,35 @@ describe('which rollup answers which statistics request', () => {
       expect(plan[0]?.source).toBe('raw');
       if (asked.range === request().range) expect(plan[0]).toMatchObject({ from, to });
     }
+  });
+
+  it('reads rows without summing them only when each row is a group: its unit, aligned, its key grouped or one value', () => {
+    const byName = (name: string) => {
+      const found = OUTCOME_ROLLUPS.find((rollup) => rollup.name === name);
+      if (!found) throw new Error(name);
+      return found;
+    };
+    const hourly = byName('serverHourly');
+    const daily = byName('serverToolDaily');
+    const ask = (
+      groupBy: OutcomeDimension[],
+      singleValued: OutcomeDimension[],
+      spec: RollupRequest['spec'],
+    ) => ({
+      groupBy,
+      singleValued,
+      spec,
+    });
+    expect(oneRowPerGroup(hourly, ask(['server'], [], bucketSpec('hour', 0)))).toBe(true);
+    expect(oneRowPerGroup(hourly, ask(['server'], [], bucketSpec('hour', -180)))).toBe(true);
+    expect(oneRowPerGroup(hourly, ask([], ['server'], bucketSpec('hour', 0)))).toBe(true);
+    expect(oneRowPerGroup(hourly, ask([], [], bucketSpec('hour', 0)))).toBe(false);
+    expect(oneRowPerGroup(hourly, ask(['server'], [], bucketSpec('day', 0)))).toBe(false);
+    expect(oneRowPerGroup(hourly, ask(['server'], [], null))).toBe(false);
+    expect(oneRowPerGroup(daily, ask(['tool'], ['server'], bucketSpec('day', 0)))).toBe(true);
+    expect(oneRowPerGroup(daily, ask(['tool'], [], bucketSpec('day', 0)))).toBe(false);
+    expect(oneRowPerGroup(daily, ask(['server', 'tool'], [], bucketSpec('day', 120)))).toBe(false);
+    expect(oneRowPerGroup(daily, ask(['server', 'tool'], [], bucketSpec('week', 0)))).toBe(false);
   });
 
   it('lists each rollup once, by name, at an hour or a day', () => {
