@@ -214,6 +214,121 @@ export const toolOutcomeHourly = pgTable(
   ],
 );
 
+/** Narrower rollups of the tool calls, each keyed by what some groupings need (migrations/0019). */
+export const toolOutcomeServerDaily = pgTable(
+  'tool_outcome_server_daily',
+  {
+    day: date('day').notNull(),
+    server: text('server').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_server_daily_pkey', columns: [t.day, t.server] }),
+    durationsShape('tool_outcome_server_daily_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeOwnerConfigurationDaily = pgTable(
+  'tool_outcome_owner_configuration_daily',
+  {
+    day: date('day').notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_daily_pkey',
+      columns: [t.day, t.owner, t.configuration],
+    }),
+    index('tool_outcome_owner_configuration_daily_owner_idx').on(t.owner, t.day),
+    durationsShape('tool_outcome_owner_configuration_daily_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeOwnerToolDaily = pgTable(
+  'tool_outcome_owner_tool_daily',
+  {
+    day: date('day').notNull(),
+    owner: text('owner').notNull(),
+    toolName: text('tool_name').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_owner_tool_daily_pkey', columns: [t.day, t.owner, t.toolName] }),
+    index('tool_outcome_owner_tool_daily_owner_idx').on(t.owner, t.day),
+    durationsShape('tool_outcome_owner_tool_daily_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeOwnerConfigurationServerDaily = pgTable(
+  'tool_outcome_owner_configuration_server_daily',
+  {
+    day: date('day').notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_server_daily_pkey',
+      columns: [t.day, t.owner, t.configuration, t.server],
+    }),
+    index('tool_outcome_owner_configuration_server_daily_owner_idx').on(t.owner, t.day),
+    durationsShape('tool_outcome_owner_configuration_server_daily_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeServerHourly = pgTable(
+  'tool_outcome_server_hourly',
+  {
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    server: text('server').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_server_hourly_pkey', columns: [t.hour, t.server] }),
+    durationsShape('tool_outcome_server_hourly_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeOwnerConfigurationHourly = pgTable(
+  'tool_outcome_owner_configuration_hourly',
+  {
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+    durations: durationsColumn(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_hourly_pkey',
+      columns: [t.hour, t.owner, t.configuration],
+    }),
+    index('tool_outcome_owner_configuration_hourly_owner_idx').on(t.owner, t.hour),
+    durationsShape('tool_outcome_owner_configuration_hourly_durations_shape', t.durations),
+  ],
+);
+
 /** API keys, stored as SHA-256 hashes (migrations/0006). */
 export const apiKeys = pgTable(
   'api_keys',
