@@ -4,7 +4,13 @@
 // that point nowhere are refused or null.
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runSteps, runs, stepRequests, toolOutcomeDaily } from '../../drizzle/schema.ts';
+import {
+  runSteps,
+  runs,
+  stepRequests,
+  toolOutcomeDaily,
+  toolOutcomeServerDaily,
+} from '../../drizzle/schema.ts';
 import { encodeCursor, runListHash, stepListHash } from '../../src/graphql/ids.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
@@ -116,27 +122,30 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
     expect(await written()).toEqual(before);
   });
 
-  it('counts more than 2^31 tool calls in statistics', async () => {
-    const calls = { server: 'busy', toolName: 'ping', ok: 2_000_000_000, failed: 0, cancelled: 0 };
+  it('counts more than 2^31 tool calls in statistics, from each rollup that answers them', async () => {
+    const calls = { server: 'busy', ok: 2_000_000_000, failed: 0, cancelled: 0 };
+    const days = [
+      { ...calls, day: '2026-01-01' },
+      { ...calls, day: '2026-01-02', ok: 2_500_000_000, cancelled: 2_200_000_000 },
+    ];
+    // By server from the (day, server) rollup; by server and tool from the (day, server, tool) one.
+    await db().insert(toolOutcomeServerDaily).values(days);
     await db()
       .insert(toolOutcomeDaily)
-      .values([
-        { ...calls, day: '2026-01-01' },
-        { ...calls, day: '2026-01-02', ok: 2_500_000_000, cancelled: 2_200_000_000 },
+      .values(days.map((day) => ({ ...day, toolName: 'ping' })));
+    for (const groupBy of ['SERVER', 'SERVER, TOOL']) {
+      const stats = await api.query<{
+        toolOutcomeStats: { groups: Array<{ counts: Record<string, number> }> };
+      }>(
+        `{ toolOutcomeStats(groupBy: [${groupBy}], filter: { servers: ["busy"], occurredAfter: "2026-01-01T00:00:00Z", occurredBefore: "2026-01-03T00:00:00Z" }) {
+          groups { counts { ok failed cancelled total } } } }`,
+      );
+      expect(stats.errors).toBeUndefined();
+      expect([groupBy, stats.data?.toolOutcomeStats.groups[0]?.counts]).toEqual([
+        groupBy,
+        { ok: 4_500_000_000, failed: 0, cancelled: 2_200_000_000, total: 6_700_000_000 },
       ]);
-    const stats = await api.query<{
-      toolOutcomeStats: { groups: Array<{ counts: Record<string, number> }> };
-    }>(
-      `{ toolOutcomeStats(groupBy: [SERVER], filter: { servers: ["busy"], occurredAfter: "2026-01-01T00:00:00Z", occurredBefore: "2026-01-03T00:00:00Z" }) {
-        groups { counts { ok failed cancelled total } } } }`,
-    );
-    expect(stats.errors).toBeUndefined();
-    expect(stats.data?.toolOutcomeStats.groups[0]?.counts).toEqual({
-      ok: 4_500_000_000,
-      failed: 0,
-      cancelled: 2_200_000_000,
-      total: 6_700_000_000,
-    });
+    }
   });
 
   const RUNS = 'query ($d: DateTime) { runs(filter: { createdAfter: $d }) { edges { cursor } } }';
