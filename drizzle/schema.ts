@@ -156,6 +156,14 @@ const durationsColumn = () =>
     .notNull()
     .default(sql.raw(`array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}])`));
 
+/** What every rollup row counts: calls by outcome and the duration histogram. */
+const outcomeCountColumns = () => ({
+  ok: bigint('ok', { mode: 'number' }).notNull().default(0),
+  failed: bigint('failed', { mode: 'number' }).notNull().default(0),
+  cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
+  durations: durationsColumn(),
+});
+
 const durationsShape = (name: string, durations: AnyPgColumn) =>
   check(
     name,
@@ -175,10 +183,7 @@ export const toolOutcomeOwnerDaily = pgTable(
     configuration: text('configuration').notNull(),
     server: text('server').notNull(),
     toolName: text('tool_name').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -199,10 +204,7 @@ export const toolOutcomeHourly = pgTable(
     configuration: text('configuration').notNull(),
     server: text('server').notNull(),
     toolName: text('tool_name').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -220,10 +222,7 @@ export const toolOutcomeServerDaily = pgTable(
   {
     day: date('day').notNull(),
     server: text('server').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({ name: 'tool_outcome_server_daily_pkey', columns: [t.day, t.server] }),
@@ -237,10 +236,7 @@ export const toolOutcomeOwnerConfigurationDaily = pgTable(
     day: date('day').notNull(),
     owner: text('owner').notNull(),
     configuration: text('configuration').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -258,10 +254,7 @@ export const toolOutcomeOwnerToolDaily = pgTable(
     day: date('day').notNull(),
     owner: text('owner').notNull(),
     toolName: text('tool_name').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({ name: 'tool_outcome_owner_tool_daily_pkey', columns: [t.day, t.owner, t.toolName] }),
@@ -277,10 +270,7 @@ export const toolOutcomeOwnerConfigurationServerDaily = pgTable(
     owner: text('owner').notNull(),
     configuration: text('configuration').notNull(),
     server: text('server').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -297,10 +287,7 @@ export const toolOutcomeServerHourly = pgTable(
   {
     hour: timestamp('hour', { withTimezone: true }).notNull(),
     server: text('server').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({ name: 'tool_outcome_server_hourly_pkey', columns: [t.hour, t.server] }),
@@ -314,10 +301,7 @@ export const toolOutcomeOwnerConfigurationHourly = pgTable(
     hour: timestamp('hour', { withTimezone: true }).notNull(),
     owner: text('owner').notNull(),
     configuration: text('configuration').notNull(),
-    ok: bigint('ok', { mode: 'number' }).notNull().default(0),
-    failed: bigint('failed', { mode: 'number' }).notNull().default(0),
-    cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-    durations: durationsColumn(),
+    ...outcomeCountColumns(),
   },
   (t) => [
     primaryKey({
