@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readTrustedDocuments, type TrustedDocuments } from './graphql/trusted-documents.ts';
 
 /**
  * The web viewer (web/), built by `npm run build` into dist/web and served by
@@ -54,13 +55,9 @@ export function viewerDirectory(): string {
 }
 
 /** The viewer's operations by hash, as its build registered them; empty when it is not built. */
-export function viewerDocuments(directory = viewerDirectory()): ReadonlyMap<string, string> {
+export function viewerDocuments(directory = viewerDirectory()): TrustedDocuments {
   const file = join(directory, VIEWER_DOCUMENTS_FILE);
-  if (!existsSync(file)) return new Map();
-  const manifest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, string>;
-  return new Map(
-    Object.entries(manifest).map(([hash, document]) => [hash.replace(/^sha256:/i, ''), document]),
-  );
+  return existsSync(file) ? readTrustedDocuments(file, "the viewer's build") : new Map();
 }
 
 function isViewerRoute(path: string): boolean {

@@ -36,23 +36,24 @@ export function mergeTrustedDocuments(...manifests: TrustedDocuments[]): Trusted
   return new Map(manifests.flatMap((manifest) => [...manifest]));
 }
 
-/** Reads a manifest as GraphQL Code Generator's client preset writes it (persisted-documents.json). */
-export function readTrustedDocuments(path: string): TrustedDocuments {
+/**
+ * Reads a manifest as GraphQL Code Generator's client preset writes it (persisted-documents.json);
+ * `source` names where it came from in a refusal.
+ */
+export function readTrustedDocuments(path: string, source = TRUSTED_DOCUMENTS_VARIABLE): TrustedDocuments {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (error) {
-    throw new Error(`${TRUSTED_DOCUMENTS_VARIABLE}: cannot read ${path} as JSON (${(error as Error).name})`);
+    throw new Error(`${source}: cannot read ${path} as JSON (${(error as Error).name})`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-    throw new Error(`${TRUSTED_DOCUMENTS_VARIABLE}: ${path} must hold a JSON object of hash -> document`);
+    throw new Error(`${source}: ${path} must hold a JSON object of hash -> document`);
   }
   const documents = new Map<string, string>();
   for (const [hash, document] of Object.entries(parsed)) {
     if (typeof document !== 'string' || !/^(sha256:)?[0-9a-f]{40,64}$/i.test(hash)) {
-      throw new Error(
-        `${TRUSTED_DOCUMENTS_VARIABLE}: ${path} holds an entry that is not a hash and a document`,
-      );
+      throw new Error(`${source}: ${path} holds an entry that is not a hash and a document`);
     }
     documents.set(hash.replace(/^sha256:/i, '').toLowerCase(), document);
   }
