@@ -69,8 +69,20 @@ function toolCall(random: Random, round: number, at: Date): ToolCall {
 
 /** Open runs that wait for a person: the runs list shows them first. */
 const WAITING = [
-  { owner: 'bob', configuration: 'release-bot', status: 'waiting_for_approval', tool: 'create_pull_request' },
-  { owner: 'alice', configuration: 'docs-writer', status: 'waiting_for_input', tool: 'read_file' },
+  {
+    owner: 'bob',
+    configuration: 'release-bot',
+    status: 'waiting_for_approval',
+    server: 'github',
+    tool: 'search_issues',
+  },
+  {
+    owner: 'alice',
+    configuration: 'docs-writer',
+    status: 'waiting_for_input',
+    server: 'filesystem',
+    tool: 'read_file',
+  },
 ] as const;
 
 async function seedWaitingRuns(db: Database, now: Date): Promise<number> {
@@ -104,8 +116,8 @@ async function seedWaitingRuns(db: Database, now: Date): Promise<number> {
           {
             round: 1,
             durationMs: 180,
-            toolName: waiting.tool === 'read_file' ? 'read_file' : 'search_issues',
-            server: waiting.tool === 'read_file' ? 'filesystem' : 'github',
+            toolName: waiting.tool,
+            server: waiting.server,
             arguments: { query: 'demo' },
             occurredAt: at(5),
           },
