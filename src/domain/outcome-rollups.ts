@@ -1,17 +1,18 @@
 import type { OutcomeDimension } from './outcome-stats.ts';
-import type { BucketSpec, StatsRange } from './time-buckets.ts';
+import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from './time-buckets.ts';
 
 /**
  * Which rollup of the tool calls answers which part of a statistics request:
  * the one definition, used by the statements (src/db/outcome-stats.ts) and
  * tested on its own.
  *
- * A rollup holds the calls counted per unit of time (a UTC hour or a UTC day)
- * and per the key fields it lists; it answers a request whose grouping and
- * filters need no field it lacks. The lists are in order of expected size,
- * smallest first, and the first rollup that covers a request answers it.
+ * A rollup holds the calls counted per unit of time (a UTC hour, a UTC day or
+ * a week from Monday, 00:00 UTC) and per the key fields it lists; it answers a
+ * request whose grouping and filters need no field it lacks. The lists are in
+ * order of expected size, smallest first, and the first rollup that covers a
+ * request answers it.
  */
-export type RollupGrain = 'hour' | 'day';
+export type RollupGrain = 'hour' | 'day' | 'week';
 
 export type RollupName =
   | 'serverDaily'
@@ -22,7 +23,8 @@ export type RollupName =
   | 'everyKeyDaily'
   | 'serverHourly'
   | 'ownerConfigurationHourly'
-  | 'everyKeyHourly';
+  | 'everyKeyHourly'
+  | 'ownerConfigurationServerWeekly';
 
 export interface RollupDefinition {
   name: RollupName;
@@ -42,6 +44,9 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'serverHourly', grain: 'hour', dimensions: ['server'] },
   { name: 'ownerConfigurationHourly', grain: 'hour', dimensions: ['owner', 'configuration'] },
   { name: 'everyKeyHourly', grain: 'hour', dimensions: EVERY_KEY },
+  // Weeks only where a day holds many rows: a grouping by two of owner,
+  // configuration and server reads a week's row instead of seven days' rows.
+  { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
 ];
 
 /** What a request asks of the rows: the fields it groups and filters by, and whether it filters by outcome. */
@@ -61,9 +66,6 @@ export interface StatsSegment {
   source: RollupName | 'raw';
 }
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
-
 /** The first (smallest) rollup of a grain whose key holds every field the request needs. */
 export function rollupFor(
   grain: RollupGrain,
@@ -74,60 +76,83 @@ export function rollupFor(
   );
 }
 
+/** A grain's unit and where its units start: the time buckets' own definitions (weeks from Monday). */
+const GRAIN_MS: Readonly<Record<RollupGrain, number>> = BUCKET_MS;
+const GRAIN_ANCHOR_MS: Readonly<Record<RollupGrain, number>> = BUCKET_ANCHOR_MS;
+/** The grains, finest first: each unit is made of whole units of the one before. */
+const GRAINS: readonly RollupGrain[] = ['hour', 'day', 'week'];
+
+/** Whether every unit of a grain lies in one bucket of the spec (always, without buckets). */
+function bucketsHoldUnits(grain: RollupGrain, spec: BucketSpec | null): boolean {
+  if (spec === null) return true;
+  const unit = GRAIN_MS[grain];
+  return spec.sizeMs % unit === 0 && (GRAIN_ANCHOR_MS[grain] + spec.shiftMs) % unit === 0;
+}
+
 /**
- * The largest time unit whose whole units the buckets are built from: a day
- * when buckets (if any) start at UTC midnight, an hour when they start on a
- * whole UTC hour, else none (an offset such as +05:30 reads run_steps). A
- * duration histogram mixes every outcome, so an outcome filter reads run_steps too.
+ * The largest time unit whose whole units the buckets are built from: a week
+ * without buckets or for WEEK buckets at UTC, a day when buckets start at UTC
+ * midnight, an hour when they start on a whole UTC hour, else none (an offset
+ * such as +05:30 reads run_steps). A duration histogram mixes every outcome,
+ * so an outcome filter reads run_steps too.
  */
 export function rollupUnit(request: Pick<RollupRequest, 'outcomeFilter' | 'spec'>): RollupGrain | null {
   if (request.outcomeFilter) return null;
-  const spec = request.spec;
-  if (spec === null) return 'day';
-  if (spec.bucket !== 'hour' && spec.shiftMs % DAY_MS === 0) return 'day';
-  return spec.shiftMs % HOUR_MS === 0 ? 'hour' : null;
+  return GRAINS.findLast((grain) => bucketsHoldUnits(grain, request.spec)) ?? null;
 }
 
-function floorTo(at: Date, unitMs: number, roundUp: boolean): Date {
-  const floor = Math.floor(at.getTime() / unitMs) * unitMs;
-  return new Date(roundUp && floor < at.getTime() ? floor + unitMs : floor);
+/** The start of the unit of a grain that holds an instant, or of the next one (`roundUp`, unless on a start). */
+function floorTo(at: Date, grain: RollupGrain, roundUp: boolean): Date {
+  const unit = GRAIN_MS[grain];
+  const anchor = GRAIN_ANCHOR_MS[grain];
+  const floor = Math.floor((at.getTime() - anchor) / unit) * unit + anchor;
+  return new Date(roundUp && floor < at.getTime() ? floor + unit : floor);
 }
 
 /**
- * The range cut into segments: whole UTC days from the smallest daily rollup
- * that covers the request, the whole hours around them from the smallest
- * hourly one, the partial hours at the edges from run_steps; everything from
- * run_steps when no rollup can answer (an outcome filter, an offset that is not
- * a whole hour, a range shorter than an hour).
+ * The range cut into segments, each from the coarsest rollup that can count
+ * it: whole weeks from the smallest weekly rollup that covers the request (if
+ * one does), the whole days around them from the smallest daily one, the whole
+ * hours around those from the smallest hourly one, the partial hours at the
+ * edges from run_steps; everything from run_steps when no rollup can answer
+ * (an outcome filter, an offset that is not a whole hour, a range shorter than
+ * an hour).
  */
 export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
-  const { from, to } = request.range;
   const unit = rollupUnit(request);
-  const hourFrom = floorTo(from, HOUR_MS, true);
-  const hourTo = floorTo(to, HOUR_MS, false);
-  if (unit === null || hourFrom.getTime() >= hourTo.getTime()) return [{ from, to, source: 'raw' }];
   const needed = [...new Set([...request.groupBy, ...request.filteredBy])];
-  const hourly = rollupFor('hour', needed)?.name ?? 'raw';
-  const daily = rollupFor('day', needed)?.name ?? 'raw';
-  const segments: StatsSegment[] = [];
-  const add = (start: Date, end: Date, source: StatsSegment['source']) => {
-    if (start.getTime() < end.getTime()) segments.push({ from: start, to: end, source });
-  };
-  add(from, hourFrom, 'raw');
-  const dayFrom = floorTo(from, DAY_MS, true);
-  const dayTo = floorTo(to, DAY_MS, false);
-  if (unit === 'day' && dayFrom.getTime() < dayTo.getTime()) {
-    add(hourFrom, dayFrom, hourly);
-    add(dayFrom, dayTo, daily);
-    add(dayTo, hourTo, hourly);
-  } else {
-    add(hourFrom, hourTo, hourly);
+  // The grains to cut by, finest first, up to the request's unit: each with the smallest rollup that
+  // covers the request, kept only if its key is no wider than the finer one's (a weekly row keyed by
+  // more fields can outnumber seven daily rows keyed by fewer).
+  const tiers: Array<{ grain: RollupGrain; source: RollupName; dimensions: readonly OutcomeDimension[] }> =
+    [];
+  for (const grain of GRAINS.slice(0, unit === null ? 0 : GRAINS.indexOf(unit) + 1)) {
+    const rollup = rollupFor(grain, needed);
+    const finer = tiers.at(-1);
+    if (!rollup || (finer && !rollup.dimensions.every((field) => finer.dimensions.includes(field)))) continue;
+    tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions });
   }
-  add(hourTo, to, 'raw');
+  const segments: StatsSegment[] = [];
+  const add = (from: Date, to: Date, source: StatsSegment['source']) => {
+    if (from.getTime() < to.getTime()) segments.push({ from, to, source });
+  };
+  // [from, to) at tier `level` and finer: its whole units of the next tier go to that tier.
+  const cut = (from: Date, to: Date, level: number) => {
+    const source = level < 0 ? 'raw' : (tiers[level]?.source ?? 'raw');
+    const next = tiers[level + 1];
+    const innerFrom = next ? floorTo(from, next.grain, true) : to;
+    const innerTo = next ? floorTo(to, next.grain, false) : to;
+    if (!next || innerFrom.getTime() >= innerTo.getTime()) {
+      add(from, to, source);
+      return;
+    }
+    add(from, innerFrom, source);
+    cut(innerFrom, innerTo, level + 1);
+    add(innerTo, to, source);
+  };
+  cut(request.range.from, request.range.to, -1);
   return segments;
 }
-
-const GRAIN_MS: Readonly<Record<RollupGrain, number>> = { hour: HOUR_MS, day: DAY_MS };
 
 /**
  * Whether each row of a rollup is a group of the answer on its own, so that
@@ -143,9 +168,9 @@ export function oneRowPerGroup(
     spec: BucketSpec | null;
   },
 ): boolean {
-  const unit = GRAIN_MS[rollup.grain];
   const spec = request.spec;
-  if (spec === null || spec.sizeMs !== unit || spec.shiftMs % unit !== 0) return false;
+  if (spec === null || spec.sizeMs !== GRAIN_MS[rollup.grain] || !bucketsHoldUnits(rollup.grain, spec))
+    return false;
   return rollup.dimensions.every(
     (field) => request.groupBy.includes(field) || request.singleValued.includes(field),
   );

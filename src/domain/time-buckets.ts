@@ -16,7 +16,7 @@ export const BUCKET_MS: Readonly<Record<TimeBucket, number>> = {
   week: 7 * DAY_MS,
 };
 /** Weeks start on Monday; 1970-01-01 was a Thursday. */
-const BUCKET_ANCHOR_MS: Readonly<Record<TimeBucket, number>> = { hour: 0, day: 0, week: 4 * DAY_MS };
+export const BUCKET_ANCHOR_MS: Readonly<Record<TimeBucket, number>> = { hour: 0, day: 0, week: 4 * DAY_MS };
 
 /** How instants map to time buckets: `index = floor((t + offset - anchor) / size)`. */
 export interface BucketSpec {

@@ -406,14 +406,19 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     // Whole hours, and partial hours at both edges (read from run_steps, the rest from the rollups).
     const wholeHours = { from: new Date(from), to: new Date(to) };
     const partialHours = { from: new Date(from + 17 * 60_000), to: new Date(to - 23 * 60_000) };
+    // Weeks around the calls, with partial days and hours at both edges: whole weeks come from a weekly rollup.
+    const weeks = {
+      from: new Date(from - 10 * DAY + 17 * 60_000),
+      to: new Date(to + 12 * DAY - 23 * 60_000),
+    };
     const compare = async () => {
       // Every grouping with every bucket; ranges and owners taken in turn, so each meets each.
       let turn = 0;
       for (const groupBy of groupings)
         for (const [bucket, offset] of buckets) {
           turn += 1;
-          const range = turn % 2 === 0 ? wholeHours : partialHours;
-          const owners = turn % 3 === 0 ? ['bob'] : null;
+          const range = [wholeHours, partialHours, weeks][turn % 3] ?? wholeHours;
+          const owners = turn % 4 === 0 ? ['bob'] : null;
           const query: StatsQuery = {
             groupBy,
             range,

@@ -46,19 +46,28 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
    */
   const day = (step: StepWithRun) => step.occurredAt.toISOString().slice(0, 10);
   const hour = (step: StepWithRun) => step.occurredAt.toISOString().slice(0, 13);
-  const DAY_KEY = 'day';
-  const HOUR_KEY = `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`;
+  /** The Monday, in UTC, of the week that holds a step: counted here, not by the SQL under test. */
+  const week = (step: StepWithRun) => {
+    const at = step.occurredAt.getTime();
+    const daysSinceMonday = (Math.floor(at / 86_400_000) + 3) % 7; // 1970-01-01 was a Thursday
+    return new Date((Math.floor(at / 86_400_000) - daysSinceMonday) * 86_400_000).toISOString().slice(0, 10);
+  };
+  const TIME_KEYS = {
+    day: { sql: 'day', of: day },
+    hour: { sql: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`, of: hour },
+    week: { sql: 'week', of: week },
+  } as const;
   /** A rollup by its time column and key columns: the SQL for its key, and the same key built from a step. */
   const rollupOf = (
     table: string,
-    time: 'day' | 'hour',
+    time: keyof typeof TIME_KEYS,
     columns: ReadonlyArray<'owner' | 'configuration' | 'server' | 'tool_name'>,
   ) => ({
     table,
-    key: [time === 'day' ? DAY_KEY : HOUR_KEY, ...columns].join(` || ' ' || `),
+    key: [TIME_KEYS[time].sql, ...columns].join(` || ' ' || `),
     of: (step: StepWithRun) =>
       [
-        time === 'day' ? day(step) : hour(step),
+        TIME_KEYS[time].of(step),
         ...columns.map((column) =>
           column === 'owner'
             ? step.owner
@@ -80,6 +89,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_configuration_server_daily', 'day', ['owner', 'configuration', 'server']),
     rollupOf('tool_outcome_server_hourly', 'hour', ['server']),
     rollupOf('tool_outcome_owner_configuration_hourly', 'hour', ['owner', 'configuration']),
+    rollupOf('tool_outcome_owner_configuration_server_weekly', 'week', ['owner', 'configuration', 'server']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -140,7 +150,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     await expectEveryRollupToEqualARecount();
     // Durations move between buckets, calls between hours, days, servers, outcomes and runs.
     await exec(`UPDATE run_steps SET duration_ms = duration_ms / 3 + 1 WHERE sequence % 4 = 0;
-      UPDATE run_steps SET occurred_at = occurred_at + interval '1 day', server = NULL WHERE sequence % 5 = 0;
+      UPDATE run_steps SET occurred_at = occurred_at + interval '3 days', server = NULL WHERE sequence % 5 = 0;
       UPDATE run_steps SET occurred_at = occurred_at + interval '10 minutes' WHERE sequence % 13 = 0;
       UPDATE run_steps SET tool_is_error = NOT tool_is_error WHERE tool_outcome IS NULL AND sequence % 7 = 0;
       UPDATE run_steps SET kind = 'tool_write', tool_is_error = NULL, tool_outcome = NULL WHERE sequence % 17 = 0;`);

@@ -51,7 +51,7 @@ describe('which rollup answers which statistics request', () => {
     expect(sources(own)).toEqual([
       'raw',
       'everyKeyHourly',
-      'ownerConfigurationServerDaily',
+      'ownerConfigurationServerWeekly',
       'everyKeyHourly',
       'raw',
     ]);
@@ -87,9 +87,56 @@ describe('which rollup answers which statistics request', () => {
     ]);
   });
 
+  it('reads whole weeks (from Monday, 00:00 UTC) from a weekly rollup only when its key is no wider than the daily one', () => {
+    const range = { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-19T05:40:00Z') };
+    expect(planOutcomeStats(request({ groupBy: ['owner', 'server'], range }))).toEqual([
+      { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-01T11:00:00Z'), source: 'raw' },
+      { from: at('2026-03-01T11:00:00Z'), to: at('2026-03-02T00:00:00Z'), source: 'everyKeyHourly' },
+      {
+        from: at('2026-03-02T00:00:00Z'),
+        to: at('2026-03-16T00:00:00Z'),
+        source: 'ownerConfigurationServerWeekly',
+      },
+      {
+        from: at('2026-03-16T00:00:00Z'),
+        to: at('2026-03-19T00:00:00Z'),
+        source: 'ownerConfigurationServerDaily',
+      },
+      { from: at('2026-03-19T00:00:00Z'), to: at('2026-03-19T05:00:00Z'), source: 'everyKeyHourly' },
+      { from: at('2026-03-19T05:00:00Z'), to: at('2026-03-19T05:40:00Z'), source: 'raw' },
+    ]);
+    // By configuration alone the (day, owner, configuration) rollup is narrower than the weekly one.
+    expect(sources(planOutcomeStats(request({ groupBy: ['configuration'], range })))).toEqual([
+      'raw',
+      'ownerConfigurationHourly',
+      'ownerConfigurationDaily',
+      'ownerConfigurationHourly',
+      'raw',
+    ]);
+    // Less than a whole week: days.
+    expect(
+      sources(
+        planOutcomeStats(
+          request({
+            groupBy: ['owner', 'server'],
+            range: { from: at('2026-03-03T00:00:00Z'), to: at('2026-03-09T00:00:00Z') },
+          }),
+        ),
+      ),
+    ).toEqual(['ownerConfigurationServerDaily']);
+  });
+
   it('reads days from daily rollups for DAY and WEEK buckets at UTC, hours for HOUR buckets and whole-hour offsets', () => {
-    const week = planOutcomeStats(request({ groupBy: ['owner'], spec: bucketSpec('week', 0) }));
-    expect(sources(week)).toContain('ownerConfigurationDaily');
+    const week = planOutcomeStats(request({ groupBy: ['tool'], spec: bucketSpec('week', 0) }));
+    expect(sources(week)).toContain('serverToolDaily');
+    const weekByOwnerAndServer = planOutcomeStats(
+      request({ groupBy: ['owner', 'server'], spec: bucketSpec('week', 0) }),
+    );
+    expect(sources(weekByOwnerAndServer)).toContain('ownerConfigurationServerWeekly');
+    for (const spec of [bucketSpec('day', 0), bucketSpec('week', 60)])
+      expect(sources(planOutcomeStats(request({ groupBy: ['owner', 'server'], spec })))).not.toContain(
+        'ownerConfigurationServerWeekly',
+      );
     for (const spec of [bucketSpec('hour', 0), bucketSpec('day', 120), bucketSpec('week', -180)]) {
       const plan = planOutcomeStats(request({ groupBy: ['server'], spec }));
       expect(sources(plan)).toEqual(['raw', 'serverHourly', 'raw']);
@@ -139,11 +186,16 @@ describe('which rollup answers which statistics request', () => {
     expect(oneRowPerGroup(daily, ask(['tool'], [], bucketSpec('day', 0)))).toBe(false);
     expect(oneRowPerGroup(daily, ask(['server', 'tool'], [], bucketSpec('day', 120)))).toBe(false);
     expect(oneRowPerGroup(daily, ask(['server', 'tool'], [], bucketSpec('week', 0)))).toBe(false);
+    const weekly = byName('ownerConfigurationServerWeekly');
+    const everyKeyOfWeekly = ['owner', 'configuration', 'server'] as OutcomeDimension[];
+    expect(oneRowPerGroup(weekly, ask(everyKeyOfWeekly, [], bucketSpec('week', 0)))).toBe(true);
+    expect(oneRowPerGroup(weekly, ask(everyKeyOfWeekly, [], bucketSpec('week', 60)))).toBe(false);
+    expect(oneRowPerGroup(weekly, ask(['owner', 'server'], [], bucketSpec('week', 0)))).toBe(false);
   });
 
-  it('lists each rollup once, by name, at an hour or a day', () => {
+  it('lists each rollup once, by name, at an hour, a day or a week', () => {
     const names = OUTCOME_ROLLUPS.map((rollup) => rollup.name);
     expect(new Set(names).size).toBe(names.length);
-    expect(new Set(OUTCOME_ROLLUPS.map((rollup) => rollup.grain))).toEqual(new Set(['day', 'hour']));
+    expect(new Set(OUTCOME_ROLLUPS.map((rollup) => rollup.grain))).toEqual(new Set(['day', 'hour', 'week']));
   });
 });
