@@ -110,6 +110,27 @@ function floorTo(at: Date, grain: RollupGrain, roundUp: boolean): Date {
 }
 
 /**
+ * Whether run_steps finds a request's calls of whole hours faster than an
+ * hourly rollup: when the rollup is keyed by every field (it holds about a row
+ * per call in an hour) and the request filters by server and needs no field of
+ * the run, run_steps' index on (server, occurred_at) of tool calls reads only
+ * that server's calls, where the rollup, ordered by hour first, reads every
+ * server's rows of those hours.
+ */
+function stepsFindItsCalls(
+  rollup: RollupDefinition,
+  request: RollupRequest,
+  needed: readonly OutcomeDimension[],
+): boolean {
+  return (
+    rollup.dimensions.length === EVERY_KEY.length &&
+    request.filteredBy.includes('server') &&
+    !needed.includes('owner') &&
+    !needed.includes('configuration')
+  );
+}
+
+/**
  * The range cut into segments, each from the coarsest rollup that can count
  * it: whole weeks from the smallest weekly rollup that covers the request (if
  * one does), the whole days around them from the smallest daily one, the whole
@@ -130,6 +151,7 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
     const rollup = rollupFor(grain, needed);
     const finer = tiers.at(-1);
     if (!rollup || (finer && !rollup.dimensions.every((field) => finer.dimensions.includes(field)))) continue;
+    if (grain === 'hour' && stepsFindItsCalls(rollup, request, needed)) continue;
     tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions });
   }
   const segments: StatsSegment[] = [];

@@ -126,6 +126,22 @@ describe('which rollup answers which statistics request', () => {
     ).toEqual(['ownerConfigurationServerDaily']);
   });
 
+  it('reads whole hours of one server from run_steps, by its server index, where the hourly rollup holds every key', () => {
+    const ofOneServer = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['server'] }));
+    expect(ofOneServer).toEqual([
+      { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-02T00:00:00Z'), source: 'raw' },
+      { from: at('2026-03-02T00:00:00Z'), to: at('2026-03-09T00:00:00Z'), source: 'serverToolDaily' },
+      { from: at('2026-03-09T00:00:00Z'), to: at('2026-03-09T05:40:00Z'), source: 'raw' },
+    ]);
+    // A field of the run is not in run_steps: the hourly rollup reads it.
+    expect(
+      sources(planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['server', 'owner'] }))),
+    ).toEqual(['raw', 'everyKeyHourly', 'everyKeyDaily', 'everyKeyHourly', 'raw']);
+    // Without a server filter, or with a narrower hourly rollup, the hours come from the rollup.
+    expect(sources(planOutcomeStats(request({ groupBy: ['tool'] })))).toContain('everyKeyHourly');
+    expect(sources(planOutcomeStats(request({ filteredBy: ['server'] })))).toContain('serverHourly');
+  });
+
   it('reads days from daily rollups for DAY and WEEK buckets at UTC, hours for HOUR buckets and whole-hour offsets', () => {
     const week = planOutcomeStats(request({ groupBy: ['tool'], spec: bucketSpec('week', 0) }));
     expect(sources(week)).toContain('serverToolDaily');
