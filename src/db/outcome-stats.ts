@@ -228,6 +228,15 @@ async function rollupCells(
   );
 }
 
+/** A cell whose calls are taken away when cells are summed. */
+function negated(cell: StatsCell): StatsCell {
+  return {
+    ...cell,
+    tally: { ok: -cell.tally.ok, failed: -cell.tally.failed, cancelled: -cell.tally.cancelled },
+    histogram: cell.histogram.map((count) => -count),
+  };
+}
+
 /** The fields a query filters to a single value. */
 function singleValued(query: StatsQuery): OutcomeDimension[] {
   return filterValues(query)
@@ -261,11 +270,13 @@ export async function outcomeStatsCells(
   query: StatsQuery,
   strategy: StatsStrategy = 'auto',
 ): Promise<StatsCell[]> {
-  const parts = statsSegments(query, strategy).map(({ from, to, source }) => {
-    if (source === 'raw') return rawCells(db, query, from, to);
-    const rollup = ROLLUPS.get(source);
-    if (!rollup) throw new Error(`no rollup named ${source}`);
-    return rollupCells(db, rollup, query, from, to);
+  const parts = statsSegments(query, strategy).map(async ({ from, to, source, subtract }) => {
+    const rollup = source === 'raw' ? null : ROLLUPS.get(source);
+    if (rollup === undefined) throw new Error(`no rollup named ${source}`);
+    const cells = rollup
+      ? await rollupCells(db, rollup, query, from, to)
+      : await rawCells(db, query, from, to);
+    return subtract ? cells.map(negated) : cells;
   });
   return (await Promise.all(parts)).flat();
 }

@@ -64,6 +64,8 @@ export interface StatsSegment {
   from: Date;
   to: Date;
   source: RollupName | 'raw';
+  /** Calls counted here are taken away: the part of a whole unit, read from a rollup, outside the range. */
+  subtract?: true;
 }
 
 /** The first (smallest) rollup of a grain whose key holds every field the request needs. */
@@ -137,7 +139,11 @@ function stepsFindItsCalls(
  * hours around those from the smallest hourly one, the partial hours at the
  * edges from run_steps; everything from run_steps when no rollup can answer
  * (an outcome filter, an offset that is not a whole hour, a range shorter than
- * an hour).
+ * an hour). An edge longer than half a unit of the coarser rollup is read as
+ * that whole unit less what lies outside the range (19 hours of a day: the
+ * day's rows less 5 hours' rows), so no edge reads more than half a unit of
+ * the finer one. What is taken away lies in the same time bucket as the
+ * unit it is taken from, so buckets and counts stay exact.
  */
 export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
   const unit = rollupUnit(request);
@@ -155,24 +161,35 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
     tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions });
   }
   const segments: StatsSegment[] = [];
-  const add = (from: Date, to: Date, source: StatsSegment['source']) => {
-    if (from.getTime() < to.getTime()) segments.push({ from, to, source });
+  const add = (from: Date, to: Date, source: StatsSegment['source'], subtract: boolean) => {
+    if (from.getTime() < to.getTime())
+      segments.push(subtract ? { from, to, source, subtract } : { from, to, source });
   };
-  // [from, to) at tier `level` and finer: its whole units of the next tier go to that tier.
-  const cut = (from: Date, to: Date, level: number) => {
+  // [from, to), both on units of tier `level`: its whole units of the next tier go to that tier. An
+  // edge longer than half a unit of the next tier is read as that whole unit less the rest of it.
+  const cut = (from: Date, to: Date, level: number, subtract: boolean) => {
     const source = level < 0 ? 'raw' : (tiers[level]?.source ?? 'raw');
     const next = tiers[level + 1];
     const innerFrom = next ? floorTo(from, next.grain, true) : to;
     const innerTo = next ? floorTo(to, next.grain, false) : to;
     if (!next || innerFrom.getTime() >= innerTo.getTime()) {
-      add(from, to, source);
+      add(from, to, source, subtract);
       return;
     }
-    add(from, innerFrom, source);
-    cut(innerFrom, innerTo, level + 1);
-    add(innerTo, to, source);
+    const unit = GRAIN_MS[next.grain];
+    let middleFrom = innerFrom;
+    let middleTo = innerTo;
+    if (2 * (innerFrom.getTime() - from.getTime()) > unit) {
+      middleFrom = new Date(innerFrom.getTime() - unit);
+      add(middleFrom, from, source, !subtract);
+    } else add(from, innerFrom, source, subtract);
+    if (2 * (to.getTime() - innerTo.getTime()) > unit) {
+      middleTo = new Date(innerTo.getTime() + unit);
+      add(to, middleTo, source, !subtract);
+    } else add(innerTo, to, source, subtract);
+    cut(middleFrom, middleTo, level + 1, subtract);
   };
-  cut(request.range.from, request.range.to, -1);
+  cut(request.range.from, request.range.to, -1, false);
   return segments;
 }
 

@@ -123,7 +123,11 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
   }
   const sign = options.descending ? -1 : 1;
   const ordered = [...groups.values()]
-    .filter((group) => outcomeCounts(group.cell.tally).total >= options.minCalls)
+    // A group none of whose calls lie in the range (taken away whole) is no group.
+    .filter((group) => {
+      const total = outcomeCounts(group.cell.tally).total;
+      return total > 0 && total >= options.minCalls;
+    })
     .sort((a, b) => {
       if (options.orderBy !== 'key') {
         const difference = orderValue(a.cell, options.orderBy) - orderValue(b.cell, options.orderBy);
