@@ -171,80 +171,57 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
     }
   });
 
-  it('build the rollups of migration 19 from the calls already counted, as a recount of run_steps would', async () => {
-    const database = await openTestDatabase(backend, { migrateTo: 18 });
-    const narrow = [
-      'tool_outcome_server_daily',
-      'tool_outcome_owner_configuration_daily',
-      'tool_outcome_owner_tool_daily',
-      'tool_outcome_owner_configuration_server_daily',
-      'tool_outcome_server_hourly',
-      'tool_outcome_owner_configuration_hourly',
-    ];
-    const read = () =>
-      database.handle.withSession(async (session) => {
-        const all: Record<string, unknown[]> = {};
-        for (const table of narrow)
-          all[table] = await session.query(
-            `SELECT to_jsonb(t) AS row FROM ${table} t WHERE ok + failed + cancelled > 0 ORDER BY to_jsonb(t)::text`,
-          );
-        return all;
-      });
-    try {
-      await database.handle.withSession((session) =>
-        session.exec(`
+  // Each migration that adds rollups builds them from what is already counted; a rebuild from run_steps must agree.
+  it.each([
+    {
+      version: 19,
+      tables: [
+        'tool_outcome_server_daily',
+        'tool_outcome_owner_configuration_daily',
+        'tool_outcome_owner_tool_daily',
+        'tool_outcome_owner_configuration_server_daily',
+        'tool_outcome_server_hourly',
+        'tool_outcome_owner_configuration_hourly',
+      ],
+      callEvery: '37 minutes',
+    },
+    // Calls over more than two weeks, so that the weekly rollup has rows of several weeks.
+    { version: 20, tables: ['tool_outcome_owner_configuration_server_weekly'], callEvery: '197 minutes' },
+  ])(
+    'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
+    async ({ version, tables, callEvery }) => {
+      const database = await openTestDatabase(backend, { migrateTo: version - 1 });
+      const read = () =>
+        database.handle.withSession(async (session) => {
+          const all: Record<string, unknown[]> = {};
+          for (const table of tables)
+            all[table] = await session.query(
+              `SELECT to_jsonb(t) AS row FROM ${table} t WHERE ok + failed + cancelled > 0 ORDER BY to_jsonb(t)::text`,
+            );
+          return all;
+        });
+      try {
+        await database.handle.withSession((session) =>
+          session.exec(`
           INSERT INTO runs (uuid, owner, configuration, status)
           VALUES (gen_random_uuid(), 'alice', 'a', 'running'), (gen_random_uuid(), 'bob', 'b', 'running');
           INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
-          SELECT runs.id, g, 'tool', timestamptz '2026-04-01 20:00Z' + g * interval '37 minutes', g * 97,
+          SELECT runs.id, g, 'tool', timestamptz '2026-04-01 20:00Z' + g * interval '${callEvery}', g * 97,
                  'tool_' || (g % 3), CASE WHEN g % 5 = 0 THEN NULL ELSE 'srv_' || (g % 2) END,
                  g % 4 = 0, CASE WHEN g % 3 = 0 THEN NULL WHEN g % 8 = 0 THEN 'cancelled' WHEN g % 4 = 0 THEN 'failed' ELSE 'ok' END
             FROM runs, generate_series(1, 120) AS g;`),
-      );
-      await migrate(database.handle);
-      const backfilled = await read();
-      for (const table of narrow)
-        expect([table, (backfilled[table]?.length ?? 0) > 1]).toEqual([table, true]);
-      await database.handle.withSession((session) => session.exec('SELECT tool_outcome_rollups_rebuild()'));
-      expect(await read()).toEqual(backfilled);
-    } finally {
-      await database.dispose();
-    }
-  });
-
-  it('build the rollups of migration 20 from the calls already counted, as a recount of run_steps would', async () => {
-    const database = await openTestDatabase(backend, { migrateTo: 19 });
-    const narrow = ['tool_outcome_owner_configuration_server_weekly'];
-    const read = () =>
-      database.handle.withSession(async (session) => {
-        const all: Record<string, unknown[]> = {};
-        for (const table of narrow)
-          all[table] = await session.query(
-            `SELECT to_jsonb(t) AS row FROM ${table} t WHERE ok + failed + cancelled > 0 ORDER BY to_jsonb(t)::text`,
-          );
-        return all;
-      });
-    try {
-      await database.handle.withSession((session) =>
-        session.exec(`
-          INSERT INTO runs (uuid, owner, configuration, status)
-          VALUES (gen_random_uuid(), 'alice', 'a', 'running'), (gen_random_uuid(), 'bob', 'b', 'running');
-          INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
-          SELECT runs.id, g, 'tool', timestamptz '2026-04-01 20:00Z' + g * interval '197 minutes', g * 97,
-                 'tool_' || (g % 3), CASE WHEN g % 5 = 0 THEN NULL ELSE 'srv_' || (g % 2) END,
-                 g % 4 = 0, CASE WHEN g % 3 = 0 THEN NULL WHEN g % 8 = 0 THEN 'cancelled' WHEN g % 4 = 0 THEN 'failed' ELSE 'ok' END
-            FROM runs, generate_series(1, 120) AS g;`),
-      );
-      await migrate(database.handle);
-      const backfilled = await read();
-      for (const table of narrow)
-        expect([table, (backfilled[table]?.length ?? 0) > 1]).toEqual([table, true]);
-      await database.handle.withSession((session) => session.exec('SELECT tool_outcome_rollups_rebuild()'));
-      expect(await read()).toEqual(backfilled);
-    } finally {
-      await database.dispose();
-    }
-  });
+        );
+        await migrate(database.handle);
+        const backfilled = await read();
+        for (const table of tables)
+          expect([table, (backfilled[table]?.length ?? 0) > 1]).toEqual([table, true]);
+        await database.handle.withSession((session) => session.exec('SELECT tool_outcome_rollups_rebuild()'));
+        expect(await read()).toEqual(backfilled);
+      } finally {
+        await database.dispose();
+      }
+    },
+  );
 
   it('add the outcome constraints NOT VALID first, and validate them in a later migration', () => {
     const byVersion = new Map(loadMigrations().map((m) => [m.version, m.sql]));
