@@ -1,3 +1,4 @@
+import { isInstantInRange } from './limits.ts';
 import type { OutcomeDimension } from './outcome-stats.ts';
 import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from './time-buckets.ts';
 
@@ -179,12 +180,15 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
     const unit = GRAIN_MS[next.grain];
     let middleFrom = innerFrom;
     let middleTo = innerTo;
-    if (2 * (innerFrom.getTime() - from.getTime()) > unit) {
-      middleFrom = new Date(innerFrom.getTime() - unit);
+    // Whole units beyond the edges only within the instants a DateTime holds (the statements name them).
+    const before = new Date(innerFrom.getTime() - unit);
+    if (2 * (innerFrom.getTime() - from.getTime()) > unit && isInstantInRange(before)) {
+      middleFrom = before;
       add(middleFrom, from, source, !subtract);
     } else add(from, innerFrom, source, subtract);
-    if (2 * (to.getTime() - innerTo.getTime()) > unit) {
-      middleTo = new Date(innerTo.getTime() + unit);
+    const after = new Date(innerTo.getTime() + unit);
+    if (2 * (to.getTime() - innerTo.getTime()) > unit && isInstantInRange(after)) {
+      middleTo = after;
       add(to, middleTo, source, !subtract);
     } else add(innerTo, to, source, subtract);
     cut(middleFrom, middleTo, level + 1, subtract);

@@ -156,6 +156,15 @@ describe('which rollup answers which statistics request', () => {
     }
   });
 
+  it('reads no whole unit past the last instant a DateTime holds, to cover the end of 9999', () => {
+    const last = at('9999-12-31T23:59:59.999Z');
+    const plan = planOutcomeStats(
+      request({ groupBy: ['server'], range: { from: at('9999-12-01T00:00:00Z'), to: last } }),
+    );
+    expect(Math.max(...plan.map((segment) => segment.to.getTime()))).toBe(last.getTime());
+    expect(plan.every((segment) => !segment.subtract)).toBe(true);
+  });
+
   it('reads whole weeks (from Monday, 00:00 UTC) from a weekly rollup only when its key is no wider than the daily one', () => {
     const range = { from: at('2026-03-01T10:17:00Z'), to: at('2026-03-19T05:40:00Z') };
     expect(signed(planOutcomeStats(request({ groupBy: ['owner', 'server'], range })))).toEqual([
