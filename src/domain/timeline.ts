@@ -1,14 +1,15 @@
+import { type IsoInstant, isoInstant } from './date-time.ts';
 import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
-import { statedOutcome } from './stated-outcome.ts';
 import type { StepKind } from './step-kind.ts';
-import type { ToolOutcome } from './tool-outcome.ts';
+import { isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
 import type { WriteTarget } from './tool-result.ts';
 
 export interface TimelineEntry {
   sequence: number;
   kind: StepKind;
-  occurredAt: Date;
+  /** As the DateTime scalar writes it: thousands of lines are not made into Dates and back. */
+  occurredAt: IsoInstant;
   round: number;
   durationMs: number;
   /** The step's stated outcome (the boolean-first rule); null when it states none. */
@@ -58,36 +59,21 @@ export interface TimelineSource extends DetailSource {
 }
 
 /**
- * A stored row as the timeline reads it: the columns a line shows and its
- * metadata (of which the line shows DETAIL_FACTS and the write target), no payload.
+ * A stored row as the timeline reads it: the columns a line shows, the
+ * outcome it states and its metadata (of which the line shows DETAIL_FACTS and
+ * the write target), no payload.
  */
 export interface TimelineRecord {
   sequence: number;
   kind: string;
-  occurredAt: Date;
+  occurredAt: IsoInstant;
   round: number;
   durationMs: number;
   toolName: string | null;
   server: string | null;
-  toolIsError: boolean | null;
-  toolOutcome: string | null;
+  /** The stated outcome (the boolean-first rule), as the database applies it: `stated_tool_outcome`. */
+  outcome: string | null;
   facts: Readonly<Record<string, unknown>>;
-}
-
-export function timelineSource(record: TimelineRecord): TimelineSource {
-  return {
-    sequence: record.sequence,
-    kind: record.kind as StepKind,
-    occurredAt: record.occurredAt,
-    round: record.round,
-    durationMs: record.durationMs,
-    server: record.server,
-    toolName: record.toolName,
-    outcome: statedOutcome(record.kind, record.toolIsError, record.toolOutcome),
-    writeTarget: RunStep.writeTargetOf({ kind: record.kind, metadata: record.facts }),
-    // Not copied without its writeTarget: a line reads DETAIL_FACTS of it and nothing else.
-    metadata: record.facts,
-  };
 }
 
 function allowedFacts(metadata: DetailSource['metadata']): DetailFacts {
@@ -148,12 +134,16 @@ export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   return parts.length > 0 ? parts.join(' · ') : label(locale, `runs.detail.kind.${step.kind}`);
 }
 
-export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
+function entryOf(
+  step: DetailSource & { sequence: number; round: number; durationMs: number },
+  occurredAt: IsoInstant,
+  locale: Locale,
+): TimelineEntry {
   const outcome = step.outcome;
   return {
     sequence: step.sequence,
     kind: step.kind,
-    occurredAt: step.occurredAt,
+    occurredAt,
     round: step.round,
     durationMs: step.durationMs,
     outcome,
@@ -162,11 +152,39 @@ export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEnt
   };
 }
 
+export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
+  return entryOf(step, isoInstant(step.occurredAt), locale);
+}
+
 export function buildTimeline(steps: readonly TimelineSource[], locale: Locale): TimelineEntry[] {
   return [...steps].sort((a, b) => a.sequence - b.sequence).map((step) => timelineEntry(step, locale));
 }
 
+/** The timeline entry of a stored row. */
+export function timelineEntryOfRecord(record: TimelineRecord, locale: Locale): TimelineEntry {
+  const { outcome, kind, facts } = record;
+  // Stored outcomes are guarded by a CHECK constraint; anything else is a corrupt row.
+  if (outcome !== null && !isToolOutcome(outcome))
+    throw new TypeError(`unknown stored tool outcome: ${outcome}`);
+  return entryOf(
+    {
+      sequence: record.sequence,
+      kind: kind as StepKind,
+      round: record.round,
+      durationMs: record.durationMs,
+      server: record.server,
+      toolName: record.toolName,
+      outcome,
+      writeTarget: RunStep.writeTargetOf({ kind, metadata: facts }),
+      // Not copied without its writeTarget: a line reads DETAIL_FACTS of it and nothing else.
+      metadata: facts,
+    },
+    record.occurredAt,
+    locale,
+  );
+}
+
 /** Timeline entries from stored rows already in sequence order. */
 export function timelineOfRecords(records: readonly TimelineRecord[], locale: Locale): TimelineEntry[] {
-  return records.map((record) => timelineEntry(timelineSource(record), locale));
+  return records.map((record) => timelineEntryOfRecord(record, locale));
 }

@@ -5,7 +5,7 @@ import type { Locale } from '../../domain/labels.ts';
 import { checkInteger, Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
-import { timelineEntry, timelineSource } from '../../domain/timeline.ts';
+import { timelineEntryOfRecord } from '../../domain/timeline.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
 import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR, stepListHash } from '../ids.ts';
@@ -49,7 +49,7 @@ export const TimelineConnection = builder.connectionObject({
 /** Timeline entries of stored rows, each with the id of the step it describes. */
 function entriesOfSteps(rows: readonly TimelineRow[], locale: Locale): TimelineEntryOfStep[] {
   return rows.map((row) => {
-    const entry = timelineEntry(timelineSource(row), locale) as TimelineEntryOfStep;
+    const entry = timelineEntryOfRecord(row, locale) as TimelineEntryOfStep;
     // Added to the entry as made rather than copied into a new one: thousands of entries per timeline.
     entry.stepId = row.id;
     return entry;
