@@ -13,11 +13,12 @@ export const TimelineEntryRef = builder.objectRef<TimelineEntryOfStep>('Timeline
     "One line of a run's timeline. detail shows metadata only, never prompts, arguments or tool output.",
   fields: (t) => ({
     sequence: t.exposeInt('sequence'),
-    kind: t.field({ type: StepKindEnum, resolve: (entry) => entry.kind }),
+    // Exposed, not resolved: compiled queries read the properties of thousands of entries inline.
+    kind: t.expose('kind', { type: StepKindEnum }),
     occurredAt: t.expose('occurredAt', { type: 'DateTime' }),
     round: t.exposeInt('round'),
     durationMs: t.exposeInt('durationMs'),
-    outcome: t.field({ type: ToolOutcomeEnum, nullable: true, resolve: (entry) => entry.outcome }),
+    outcome: t.expose('outcome', { type: ToolOutcomeEnum, nullable: true }),
     outcomeLabel: t.exposeString('outcomeLabel', { nullable: true }),
     detail: t.exposeString('detail', {
       description: 'Metadata in the words of the locale: EN or DE (names, counts, bytes, tokens, cost).',
