@@ -37,7 +37,13 @@ export const DETAIL_FACTS = [
   'sessionStartMs',
 ] as const;
 
-type DetailFacts = Partial<Record<(typeof DETAIL_FACTS)[number], string | number>>;
+type DetailFact = (typeof DETAIL_FACTS)[number];
+type DetailFacts = Partial<Record<DetailFact, string | number>>;
+
+const DETAIL_FACT_NAMES: ReadonlySet<string> = new Set(DETAIL_FACTS);
+
+/** Short identifiers only: a model or finish reason, never free text. */
+const SHORT_IDENTIFIER = /^[\w.:/-]{1,64}$/;
 
 /** What a detail line reads of a step: never its payload. */
 export interface DetailSource {
@@ -78,60 +84,74 @@ export interface TimelineRecord {
 
 function allowedFacts(metadata: DetailSource['metadata']): DetailFacts {
   const facts: DetailFacts = {};
-  for (const name of DETAIL_FACTS) {
+  // The step's own few keys, not every allowed name looked up in each step's metadata.
+  for (const name in metadata) {
+    if (!DETAIL_FACT_NAMES.has(name)) continue;
     const value = metadata[name];
-    if (typeof value === 'number' && Number.isFinite(value)) facts[name] = value;
-    // Short identifiers only: a model or finish reason, never free text.
-    else if (typeof value === 'string' && /^[\w.:/-]{1,64}$/.test(value)) facts[name] = value;
+    if (
+      typeof value === 'number'
+        ? Number.isFinite(value)
+        : typeof value === 'string' && SHORT_IDENTIFIER.test(value)
+    ) {
+      facts[name as DetailFact] = value as string | number;
+    }
   }
   return facts;
 }
 
-function toolLine(step: DetailSource, locale: Locale): string[] {
-  return [[step.server, step.toolName].filter(Boolean).join('/') || label(locale, 'runs.detail.tool')];
+/** The parts of a line, joined as they come (no array per line: thousands of lines). */
+function and(line: string, part: string): string {
+  return line === '' ? part : `${line} · ${part}`;
+}
+
+function toolPart(step: DetailSource, locale: Locale): string {
+  const { server, toolName } = step;
+  if (server && toolName) return `${server}/${toolName}`;
+  return server || toolName || label(locale, 'runs.detail.tool');
 }
 
 /** A short line of metadata about one step, in a fixed order, in the locale's words. */
 export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   const facts = allowedFacts(step.metadata);
-  const parts: string[] = [];
-  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step, locale));
+  let line = '';
+  if (step.kind === 'tool' || step.kind === 'tool_write') line = toolPart(step, locale);
   if (step.kind === 'tool_write' && step.writeTarget) {
     const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
-    parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
+    line = and(line, label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
   // The code is a stable name in every locale; only the words around it are translated.
   if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
-    parts.push(label(locale, 'runs.detail.failure', { code: facts.failureCode }));
+    line = and(line, label(locale, 'runs.detail.failure', { code: facts.failureCode }));
   }
   if (typeof facts.sessionStartMs === 'number') {
-    parts.push(label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
+    line = and(line, label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
   }
-  if (facts.model !== undefined) parts.push(String(facts.model));
+  if (facts.model !== undefined) line = and(line, String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
-    parts.push(
+    line = and(
+      line,
       label(locale, 'runs.detail.tokens', { in: facts.promptTokens ?? 0, out: facts.completionTokens ?? 0 }),
     );
   }
   if (typeof facts.estimatedCost === 'number') {
-    parts.push(label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
+    line = and(line, label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
   }
   if (facts.finishReason !== undefined)
-    parts.push(label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
+    line = and(line, label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
   if (facts.argumentsBytes !== undefined) {
-    parts.push(label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
+    line = and(line, label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
   }
   if (facts.contentBytes !== undefined)
-    parts.push(label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
+    line = and(line, label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
   if (typeof facts.artifactCount === 'number' && facts.artifactCount > 0) {
     const key = facts.artifactCount === 1 ? 'runs.detail.artifacts.one' : 'runs.detail.artifacts.other';
-    parts.push(label(locale, key, { count: facts.artifactCount }));
+    line = and(line, label(locale, key, { count: facts.artifactCount }));
   }
   if (facts.messageCount !== undefined)
-    parts.push(label(locale, 'runs.detail.messages', { count: facts.messageCount }));
+    line = and(line, label(locale, 'runs.detail.messages', { count: facts.messageCount }));
   if (facts.droppedCount !== undefined)
-    parts.push(label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
-  return parts.length > 0 ? parts.join(' · ') : label(locale, `runs.detail.kind.${step.kind}`);
+    line = and(line, label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
+  return line === '' ? label(locale, `runs.detail.kind.${step.kind}`) : line;
 }
 
 function entryOf(
