@@ -24,13 +24,14 @@ const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
  * the id may come as text (bigint), the instant as text (or a Date).
  */
 type RawTimelineRow = Omit<TimelineRow, 'id' | 'occurredAt'> & {
-  id: number | string;
+  id?: number | string;
   occurredAt: string | Date;
 };
 
-/** What a timeline line is built from (never the payload), and the step's id, which TimelineEntry.step loads only when selected. */
+/** What a timeline line is built from (never the payload). */
 export interface TimelineRow extends TimelineRecord {
-  id: number;
+  /** The step's id, read only when asked for: TimelineEntry.step loads the step by it. */
+  id?: number;
 }
 
 export interface StepSlice {
@@ -89,13 +90,13 @@ export async function sliceStepsOfRuns(
 export async function timelineRowsOfRun(
   db: Database,
   runId: number,
-  options: { afterSequence: number | null; limit: number },
+  options: { afterSequence: number | null; limit: number; stepIds: boolean },
 ): Promise<TimelineRow[]> {
   const s = runSteps;
   // Plain rows under the record's names rather than the query builder's mapping: thousands of rows.
   const rows = await selectRows<RawTimelineRow>(
     db,
-    sql`select ${s.id} as id, ${s.sequence} as sequence, ${s.kind} as kind, ${s.occurredAt} as "occurredAt",
+    sql`select ${options.stepIds ? sql`${s.id} as id,` : sql``} ${s.sequence} as sequence, ${s.kind} as kind, ${s.occurredAt} as "occurredAt",
                ${s.round} as round, ${s.durationMs} as "durationMs", ${s.toolName} as "toolName",
                ${s.server} as server, ${statedOutcomeSql()} as outcome, ${s.metadata} as facts
           from ${s}
@@ -106,7 +107,7 @@ export async function timelineRowsOfRun(
   );
   // Made TimelineRows in place, not copied: every row of a long run is held until its entries are made.
   for (const row of rows) {
-    row.id = Number(row.id);
+    if (row.id !== undefined) row.id = Number(row.id);
     row.occurredAt = isoInstantOfTimestamp(row.occurredAt);
   }
   return rows as TimelineRow[];
