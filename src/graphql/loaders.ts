@@ -87,10 +87,9 @@ export function createLoaders(scope: Scope) {
             timelineRowsOfRun(db, runId, { afterSequence, limit, stepIds }),
           ),
         ),
-      {
-        cacheKeyFn: ({ runId, afterSequence, limit, stepIds }) =>
-          `${runId}:${afterSequence}:${limit}:${stepIds}`,
-      },
+      // Not kept for the rest of the request: thousands of rows would be held (and copied by every young
+      // collection) while their entries are written out.
+      { cache: false },
     ),
     // Runs asking for the same slice (the usual case: one field in a list) share one statement.
     stepSlice: new DataLoader<StepSliceKey, StepMetaRow[], string>(
