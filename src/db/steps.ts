@@ -6,6 +6,7 @@ import type { TimelineRecord } from '../domain/timeline.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
+import { isoInstantOfTimestamp } from './timestamps.ts';
 
 export type StepRow = typeof runSteps.$inferSelect;
 
@@ -18,29 +19,19 @@ export type StepMetaRow = Omit<StepRow, 'payload'> & { payload?: StepRow['payloa
 
 const { payload: _payload, ...stepMetaColumns } = getTableColumns(runSteps);
 
-/** A timeline row as the driver returns it: a bigint may come as text, a timestamp as text or a Date. */
-interface RawTimelineRow {
-  id: number | string;
-  sequence: number;
-  kind: string;
-  occurred_at: string | Date;
-  round: number;
-  duration_ms: number;
-  tool_name: string | null;
-  server: string | null;
-  tool_is_error: boolean | null;
-  tool_outcome: string | null;
-  metadata: Record<string, unknown>;
-}
+/**
+ * A timeline row as the driver returns it, under the names of a TimelineRow:
+ * the id may come as text (bigint), the instant as text (or a Date).
+ */
+type RawTimelineRow = Omit<TimelineRow, 'id' | 'occurredAt'> & {
+  id?: number | string;
+  occurredAt: string | Date;
+};
 
-/** A timestamptz as either driver returns it: PostgreSQL's text (with its offset) or a Date. */
-function timestampOf(value: string | Date): Date {
-  return value instanceof Date ? value : new Date(value);
-}
-
-/** What a timeline line is built from (never the payload), and the step's id, which TimelineEntry.step loads only when selected. */
+/** What a timeline line is built from (never the payload). */
 export interface TimelineRow extends TimelineRecord {
-  id: number;
+  /** The step's id, read only when asked for: TimelineEntry.step loads the step by it. */
+  id?: number;
 }
 
 export interface StepSlice {
@@ -99,35 +90,27 @@ export async function sliceStepsOfRuns(
 export async function timelineRowsOfRun(
   db: Database,
   runId: number,
-  options: { afterSequence: number | null; limit: number },
+  options: { afterSequence: number | null; limit: number; stepIds: boolean },
 ): Promise<TimelineRow[]> {
   const s = runSteps;
-  // Plain rows mapped here rather than by the query builder: thousands of rows, a few columns each.
+  // Plain rows under the record's names rather than the query builder's mapping: thousands of rows.
   const rows = await selectRows<RawTimelineRow>(
     db,
-    sql`select ${s.id} as id, ${s.sequence} as sequence, ${s.kind} as kind, ${s.occurredAt} as occurred_at,
-               ${s.round} as round, ${s.durationMs} as duration_ms, ${s.toolName} as tool_name,
-               ${s.server} as server, ${s.toolIsError} as tool_is_error, ${s.toolOutcome} as tool_outcome,
-               ${s.metadata} as metadata
+    sql`select ${options.stepIds ? sql`${s.id} as id,` : sql``} ${s.sequence} as sequence, ${s.kind} as kind, ${s.occurredAt} as "occurredAt",
+               ${s.round} as round, ${s.durationMs} as "durationMs", ${s.toolName} as "toolName",
+               ${s.server} as server, ${statedOutcomeSql()} as outcome, ${s.metadata} as facts
           from ${s}
          where ${s.runId} = ${runId}
                ${options.afterSequence === null ? sql`` : sql`and ${s.sequence} > ${options.afterSequence}`}
          order by ${s.sequence}
          limit ${options.limit}`,
   );
-  return rows.map((row) => ({
-    id: Number(row.id),
-    sequence: row.sequence,
-    kind: row.kind,
-    occurredAt: timestampOf(row.occurred_at),
-    round: row.round,
-    durationMs: row.duration_ms,
-    toolName: row.tool_name,
-    server: row.server,
-    toolIsError: row.tool_is_error,
-    toolOutcome: row.tool_outcome,
-    facts: row.metadata,
-  }));
+  // Made TimelineRows in place, not copied: every row of a long run is held until its entries are made.
+  for (const row of rows) {
+    if (row.id !== undefined) row.id = Number(row.id);
+    row.occurredAt = isoInstantOfTimestamp(row.occurredAt);
+  }
+  return rows as TimelineRow[];
 }
 
 export async function findStepsByIds(db: Database, ids: readonly number[]): Promise<StepMetaRow[]> {

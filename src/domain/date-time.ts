@@ -30,3 +30,15 @@ export function parseDateTime(value: unknown): Date | null {
   const date = new Date(value);
   return Number.isNaN(date.getTime()) || !isInstantInRange(date) ? null : date;
 }
+
+/**
+ * An instant written as the DateTime scalar writes it: ISO 8601 in UTC with
+ * milliseconds (2026-12-01T09:30:00.000Z), what `Date.prototype.toISOString`
+ * gives. Lines read in bulk carry instants in this form, made once from the
+ * database's text rather than through a Date each.
+ */
+export type IsoInstant = string & { readonly isoInstant: unique symbol };
+
+export function isoInstant(date: Date): IsoInstant {
+  return date.toISOString() as IsoInstant;
+}

@@ -109,17 +109,20 @@ function outcomeLabelsOf(locale: Locale): Record<OutcomeLabelKey, string> {
 /** A label split once into its words and its `{name}` placeholders (odd indexes are names). */
 type Template = readonly string[];
 
-const templates = new Map<string, Template>();
-
-function templateOf(text: string): Template {
-  let template = templates.get(text);
-  if (!template) {
+function templatesOf(locale: Locale): Readonly<Record<LabelKey, Template>> {
+  const templates: Partial<Record<LabelKey, Template>> = {};
+  for (const [key, text] of Object.entries(LABELS[locale]) as Array<[LabelKey, string]>) {
     // split with a capturing group: words at even indexes, placeholder names at odd ones.
-    template = text.split(/\{(\w+)\}/);
-    templates.set(text, template);
+    templates[key] = text.split(/\{(\w+)\}/);
   }
-  return template;
+  return templates as Record<LabelKey, Template>;
 }
+
+/** Every label split once, at load: a timeline fills thousands of them. */
+const TEMPLATES: Readonly<Record<Locale, Readonly<Record<LabelKey, Template>>>> = {
+  en: templatesOf('en'),
+  de: templatesOf('de'),
+};
 
 /** A label with its `{name}` placeholders filled in (one left as it is when no value is given). */
 export function label(
@@ -127,7 +130,7 @@ export function label(
   key: LabelKey,
   values: Readonly<Record<string, string | number>> = {},
 ): string {
-  const template = templateOf(LABELS[locale][key]);
+  const template = TEMPLATES[locale][key];
   if (template.length === 1) return template[0] ?? '';
   let text = template[0] ?? '';
   for (let i = 1; i < template.length; i += 2) {
@@ -138,8 +141,23 @@ export function label(
   return text;
 }
 
+/** The outcome labels by outcome, read once from the one table. */
+const OUTCOME_WORDS: Readonly<Record<Locale, Readonly<Record<ToolOutcome, string>>>> = {
+  en: outcomeWordsOf('en'),
+  de: outcomeWordsOf('de'),
+};
+
+function outcomeWordsOf(locale: Locale): Record<ToolOutcome, string> {
+  const table = OUTCOME_LABELS[locale];
+  return {
+    ok: table[outcomeLabelKey('ok')],
+    failed: table[outcomeLabelKey('failed')],
+    cancelled: table[outcomeLabelKey('cancelled')],
+  };
+}
+
 export function outcomeLabel(outcome: ToolOutcome, locale: Locale = 'en'): string {
-  return LABELS[locale][outcomeLabelKey(outcome)];
+  return OUTCOME_WORDS[locale][outcome];
 }
 
 /** A decimal number as the locale writes it: 0.0149 in English, 0,0149 in German. */

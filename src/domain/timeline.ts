@@ -1,14 +1,15 @@
+import { type IsoInstant, isoInstant } from './date-time.ts';
 import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
-import { statedOutcome } from './stated-outcome.ts';
 import type { StepKind } from './step-kind.ts';
-import type { ToolOutcome } from './tool-outcome.ts';
+import { isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
 import type { WriteTarget } from './tool-result.ts';
 
 export interface TimelineEntry {
   sequence: number;
   kind: StepKind;
-  occurredAt: Date;
+  /** As the DateTime scalar writes it: thousands of lines are not made into Dates and back. */
+  occurredAt: IsoInstant;
   round: number;
   durationMs: number;
   /** The step's stated outcome (the boolean-first rule); null when it states none. */
@@ -36,7 +37,13 @@ export const DETAIL_FACTS = [
   'sessionStartMs',
 ] as const;
 
-type DetailFacts = Partial<Record<(typeof DETAIL_FACTS)[number], string | number>>;
+type DetailFact = (typeof DETAIL_FACTS)[number];
+type DetailFacts = Partial<Record<DetailFact, string | number>>;
+
+const DETAIL_FACT_NAMES: ReadonlySet<string> = new Set(DETAIL_FACTS);
+
+/** Short identifiers only: a model or finish reason, never free text. */
+const SHORT_IDENTIFIER = /^[\w.:/-]{1,64}$/;
 
 /** What a detail line reads of a step: never its payload. */
 export interface DetailSource {
@@ -58,102 +65,105 @@ export interface TimelineSource extends DetailSource {
 }
 
 /**
- * A stored row as the timeline reads it: the columns a line shows and its
- * metadata (of which the line shows DETAIL_FACTS and the write target), no payload.
+ * A stored row as the timeline reads it: the columns a line shows, the
+ * outcome it states and its metadata (of which the line shows DETAIL_FACTS and
+ * the write target), no payload.
  */
 export interface TimelineRecord {
   sequence: number;
   kind: string;
-  occurredAt: Date;
+  occurredAt: IsoInstant;
   round: number;
   durationMs: number;
   toolName: string | null;
   server: string | null;
-  toolIsError: boolean | null;
-  toolOutcome: string | null;
+  /** The stated outcome (the boolean-first rule), as the database applies it: `stated_tool_outcome`. */
+  outcome: string | null;
   facts: Readonly<Record<string, unknown>>;
-}
-
-export function timelineSource(record: TimelineRecord): TimelineSource {
-  return {
-    sequence: record.sequence,
-    kind: record.kind as StepKind,
-    occurredAt: record.occurredAt,
-    round: record.round,
-    durationMs: record.durationMs,
-    server: record.server,
-    toolName: record.toolName,
-    outcome: statedOutcome(record.kind, record.toolIsError, record.toolOutcome),
-    writeTarget: RunStep.writeTargetOf({ kind: record.kind, metadata: record.facts }),
-    // Not copied without its writeTarget: a line reads DETAIL_FACTS of it and nothing else.
-    metadata: record.facts,
-  };
 }
 
 function allowedFacts(metadata: DetailSource['metadata']): DetailFacts {
   const facts: DetailFacts = {};
-  for (const name of DETAIL_FACTS) {
+  // The step's own few keys, not every allowed name looked up in each step's metadata.
+  for (const name in metadata) {
+    if (!DETAIL_FACT_NAMES.has(name)) continue;
     const value = metadata[name];
-    if (typeof value === 'number' && Number.isFinite(value)) facts[name] = value;
-    // Short identifiers only: a model or finish reason, never free text.
-    else if (typeof value === 'string' && /^[\w.:/-]{1,64}$/.test(value)) facts[name] = value;
+    if (
+      typeof value === 'number'
+        ? Number.isFinite(value)
+        : typeof value === 'string' && SHORT_IDENTIFIER.test(value)
+    ) {
+      facts[name as DetailFact] = value as string | number;
+    }
   }
   return facts;
 }
 
-function toolLine(step: DetailSource, locale: Locale): string[] {
-  return [[step.server, step.toolName].filter(Boolean).join('/') || label(locale, 'runs.detail.tool')];
+/** The parts of a line, joined as they come (no array per line: thousands of lines). */
+function and(line: string, part: string): string {
+  return line === '' ? part : `${line} · ${part}`;
+}
+
+function toolPart(step: DetailSource, locale: Locale): string {
+  const { server, toolName } = step;
+  if (server && toolName) return `${server}/${toolName}`;
+  return server || toolName || label(locale, 'runs.detail.tool');
 }
 
 /** A short line of metadata about one step, in a fixed order, in the locale's words. */
 export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   const facts = allowedFacts(step.metadata);
-  const parts: string[] = [];
-  if (step.kind === 'tool' || step.kind === 'tool_write') parts.push(...toolLine(step, locale));
+  let line = '';
+  if (step.kind === 'tool' || step.kind === 'tool_write') line = toolPart(step, locale);
   if (step.kind === 'tool_write' && step.writeTarget) {
     const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
-    parts.push(label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
+    line = and(line, label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
   // The code is a stable name in every locale; only the words around it are translated.
   if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
-    parts.push(label(locale, 'runs.detail.failure', { code: facts.failureCode }));
+    line = and(line, label(locale, 'runs.detail.failure', { code: facts.failureCode }));
   }
   if (typeof facts.sessionStartMs === 'number') {
-    parts.push(label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
+    line = and(line, label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
   }
-  if (facts.model !== undefined) parts.push(String(facts.model));
+  if (facts.model !== undefined) line = and(line, String(facts.model));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
-    parts.push(
+    line = and(
+      line,
       label(locale, 'runs.detail.tokens', { in: facts.promptTokens ?? 0, out: facts.completionTokens ?? 0 }),
     );
   }
   if (typeof facts.estimatedCost === 'number') {
-    parts.push(label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
+    line = and(line, label(locale, 'runs.detail.cost', { cost: decimal(facts.estimatedCost, 4, locale) }));
   }
   if (facts.finishReason !== undefined)
-    parts.push(label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
+    line = and(line, label(locale, 'runs.detail.finish', { reason: facts.finishReason }));
   if (facts.argumentsBytes !== undefined) {
-    parts.push(label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
+    line = and(line, label(locale, 'runs.detail.arguments', { bytes: facts.argumentsBytes }));
   }
   if (facts.contentBytes !== undefined)
-    parts.push(label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
+    line = and(line, label(locale, 'runs.detail.result', { bytes: facts.contentBytes }));
   if (typeof facts.artifactCount === 'number' && facts.artifactCount > 0) {
     const key = facts.artifactCount === 1 ? 'runs.detail.artifacts.one' : 'runs.detail.artifacts.other';
-    parts.push(label(locale, key, { count: facts.artifactCount }));
+    line = and(line, label(locale, key, { count: facts.artifactCount }));
   }
   if (facts.messageCount !== undefined)
-    parts.push(label(locale, 'runs.detail.messages', { count: facts.messageCount }));
+    line = and(line, label(locale, 'runs.detail.messages', { count: facts.messageCount }));
   if (facts.droppedCount !== undefined)
-    parts.push(label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
-  return parts.length > 0 ? parts.join(' · ') : label(locale, `runs.detail.kind.${step.kind}`);
+    line = and(line, label(locale, 'runs.detail.dropped', { count: facts.droppedCount }));
+  return line === '' ? label(locale, `runs.detail.kind.${step.kind}`) : line;
 }
 
-export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
+function entryOf(
+  step: DetailSource & { sequence: number; round: number; durationMs: number },
+  occurredAt: IsoInstant,
+  locale: Locale,
+): TimelineEntry {
   const outcome = step.outcome;
   return {
     sequence: step.sequence,
     kind: step.kind,
-    occurredAt: step.occurredAt,
+    occurredAt,
     round: step.round,
     durationMs: step.durationMs,
     outcome,
@@ -162,11 +172,39 @@ export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEnt
   };
 }
 
+export function timelineEntry(step: TimelineSource, locale: Locale): TimelineEntry {
+  return entryOf(step, isoInstant(step.occurredAt), locale);
+}
+
 export function buildTimeline(steps: readonly TimelineSource[], locale: Locale): TimelineEntry[] {
   return [...steps].sort((a, b) => a.sequence - b.sequence).map((step) => timelineEntry(step, locale));
 }
 
+/** The timeline entry of a stored row. */
+export function timelineEntryOfRecord(record: TimelineRecord, locale: Locale): TimelineEntry {
+  const { outcome, kind, facts } = record;
+  // Stored outcomes are guarded by a CHECK constraint; anything else is a corrupt row.
+  if (outcome !== null && !isToolOutcome(outcome))
+    throw new TypeError(`unknown stored tool outcome: ${outcome}`);
+  return entryOf(
+    {
+      sequence: record.sequence,
+      kind: kind as StepKind,
+      round: record.round,
+      durationMs: record.durationMs,
+      server: record.server,
+      toolName: record.toolName,
+      outcome,
+      writeTarget: RunStep.writeTargetOf({ kind, metadata: facts }),
+      // Not copied without its writeTarget: a line reads DETAIL_FACTS of it and nothing else.
+      metadata: facts,
+    },
+    record.occurredAt,
+    locale,
+  );
+}
+
 /** Timeline entries from stored rows already in sequence order. */
 export function timelineOfRecords(records: readonly TimelineRecord[], locale: Locale): TimelineEntry[] {
-  return records.map((record) => timelineEntry(timelineSource(record), locale));
+  return records.map((record) => timelineEntryOfRecord(record, locale));
 }

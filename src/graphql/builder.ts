@@ -1,6 +1,7 @@
 import SchemaBuilder from '@pothos/core';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
+import type { IsoInstant } from '../domain/date-time.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import type { Context } from './context.ts';
 import { decodeGlobalId, encodeGlobalId } from './ids.ts';
@@ -10,7 +11,8 @@ const capitalised = (name: string) => `${name.charAt(0).toUpperCase()}${name.sli
 export const builder = new SchemaBuilder<{
   Context: Context;
   Scalars: {
-    DateTime: { Input: Date; Output: Date };
+    // Output: a Date, or an instant already written as the scalar writes it (timeline lines).
+    DateTime: { Input: Date; Output: Date | IsoInstant };
     SafeInt: { Input: number; Output: number };
     JSON: { Input: JsonValue; Output: JsonValue };
     ID: { Input: string; Output: string | number };

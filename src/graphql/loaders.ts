@@ -24,6 +24,8 @@ export interface TimelineKey {
   runId: number;
   afterSequence: number | null;
   limit: number;
+  /** Whether the steps' ids are read too (TimelineEntry.step is selected). */
+  stepIds: boolean;
 }
 
 export interface StepSliceKey {
@@ -81,11 +83,13 @@ export function createLoaders(scope: Scope) {
     timelineRows: new DataLoader<TimelineKey, TimelineRow[], string>(
       (keys) =>
         Promise.all(
-          keys.map(({ runId, afterSequence, limit }) =>
-            timelineRowsOfRun(db, runId, { afterSequence, limit }),
+          keys.map(({ runId, afterSequence, limit, stepIds }) =>
+            timelineRowsOfRun(db, runId, { afterSequence, limit, stepIds }),
           ),
         ),
-      { cacheKeyFn: ({ runId, afterSequence, limit }) => `${runId}:${afterSequence}:${limit}` },
+      // Not kept for the rest of the request: thousands of rows would be held (and copied by every young
+      // collection) while their entries are written out.
+      { cache: false },
     ),
     // Runs asking for the same slice (the usual case: one field in a list) share one statement.
     stepSlice: new DataLoader<StepSliceKey, StepMetaRow[], string>(

@@ -96,7 +96,6 @@ describe.each(backendNames)('timelines and steps read no payload they do not ret
         ...entry,
         kind: entry.kind.toUpperCase(),
         outcome: entry.outcome?.toUpperCase() ?? null,
-        occurredAt: entry.occurredAt.toISOString(),
       }));
       expect(data.run.timeline).toEqual(expected);
       expect(data.run.timeline).toHaveLength(27);
@@ -135,6 +134,22 @@ describe.each(backendNames)('timelines and steps read no payload they do not ret
     }
     expect(pages).toBe(3);
     expect(paged).toEqual(whole);
+  });
+
+  it("reads the steps' ids only for entries asked for their step", async () => {
+    const readsIds = (statement: string) => /"id" as id/.test(statement);
+    await ask(TIMELINE, { uuid, locale: 'EN' });
+    expect(statements.some(readsIds)).toBe(false);
+    const withSteps = await ask<{
+      run: { timeline: Array<{ sequence: number; step: { sequence: number } }> };
+    }>(
+      `query ($uuid: String!) { run(uuid: $uuid) { timeline { sequence ...Step } } }
+       fragment Step on TimelineEntry { step { sequence } }`,
+      { uuid },
+    );
+    expect(statements.some(readsIds)).toBe(true);
+    expect(withSteps.run.timeline).toHaveLength(27);
+    for (const entry of withSteps.run.timeline) expect(entry.step.sequence).toBe(entry.sequence);
   });
 
   it('reads payloads only when they are selected, for steps and nodes alike', async () => {

@@ -1,3 +1,4 @@
+import type { GraphQLResolveInfo } from 'graphql';
 import type { RunFilter, RunPageRow } from '../../db/runs.ts';
 import type { StepMetaRow, TimelineRow } from '../../db/steps.ts';
 import { InvalidInputError } from '../../domain/errors.ts';
@@ -5,11 +6,12 @@ import type { Locale } from '../../domain/labels.ts';
 import { checkInteger, Limits } from '../../domain/limits.ts';
 import { outcomeCounts } from '../../domain/outcome-counts.ts';
 import type { RunStatus, TerminationReason } from '../../domain/run-status.ts';
-import { timelineEntry, timelineSource } from '../../domain/timeline.ts';
+import { timelineEntryOfRecord } from '../../domain/timeline.ts';
 import { isUuid } from '../../domain/uuid.ts';
 import { builder } from '../builder.ts';
 import { decodeCursor, encodeCursor, isSequence, STEP_CURSOR, stepListHash } from '../ids.ts';
 import { type Page, pageSize, toPage } from '../pagination.ts';
+import { selectsAnyField } from '../selection.ts';
 import { LocaleEnum, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 import { RunRef } from './run-ref.ts';
@@ -49,11 +51,16 @@ export const TimelineConnection = builder.connectionObject({
 /** Timeline entries of stored rows, each with the id of the step it describes. */
 function entriesOfSteps(rows: readonly TimelineRow[], locale: Locale): TimelineEntryOfStep[] {
   return rows.map((row) => {
-    const entry = timelineEntry(timelineSource(row), locale) as TimelineEntryOfStep;
+    const entry: TimelineEntryOfStep = timelineEntryOfRecord(row, locale);
     // Added to the entry as made rather than copied into a new one: thousands of entries per timeline.
-    entry.stepId = row.id;
+    if (row.id !== undefined) entry.stepId = row.id;
     return entry;
   });
+}
+
+/** Whether a timeline's entries are asked for their steps: only then are the steps' ids read. */
+function selectsStep(info: GraphQLResolveInfo): boolean {
+  return selectsAnyField(info, ['step']);
 }
 
 function timelinePageSize(first: number | null | undefined): number {
@@ -124,11 +131,12 @@ builder.node(RunRef, {
       type: [TimelineEntryRef],
       description: `Every step as a timeline entry, in sequence order: for runs of up to ${Limits.maxTimelineSteps} steps. A longer run is refused with TIMELINE_TOO_LONG, never cut short: page it with timelinePage.`,
       args: { locale: t.arg({ type: LocaleEnum, defaultValue: 'en', required: true }) },
-      resolve: async (run, { locale }, context) => {
+      resolve: async (run, { locale }, context, info) => {
         const rows = await context.loaders.timelineRows.load({
           runId: run.id,
           afterSequence: null,
           limit: Limits.maxTimelineSteps + 1,
+          stepIds: selectsStep(info),
         });
         if (rows.length > Limits.maxTimelineSteps) {
           throw new InvalidInputError(
@@ -148,7 +156,7 @@ builder.node(RunRef, {
         first: t.arg.int(),
         after: t.arg.string(),
       },
-      resolve: async (run, args, context) => {
+      resolve: async (run, args, context, info) => {
         const size = timelinePageSize(args.first);
         // The timeline is the unfiltered step list: its cursors are bound like that list's.
         const hash = stepListHash({});
@@ -157,6 +165,7 @@ builder.node(RunRef, {
           runId: run.id,
           afterSequence,
           limit: size + 1,
+          stepIds: selectsStep(info),
         });
         return toPage<TimelineEntryOfStep>(
           entriesOfSteps(rows, args.locale),

@@ -14,7 +14,7 @@ function parseDate(value: unknown): Date {
 builder.scalarType('DateTime', {
   description:
     'An instant, as an ISO 8601 string in UTC (e.g. 2026-12-01T09:30:00.000Z). Input takes any offset; the date must exist and lie from 1970-01-01T00:00:00Z to 9999-12-31T23:59:59.999Z.',
-  serialize: (value) => value.toISOString(),
+  serialize: (value) => (typeof value === 'string' ? value : value.toISOString()),
   parseValue: parseDate,
   parseLiteral: (ast) => parseDate(ast.kind === Kind.STRING ? ast.value : null),
 });
