@@ -282,6 +282,26 @@ export const toolOutcomeOwnerConfigurationServerDaily = pgTable(
   ],
 );
 
+export const toolOutcomeOwnerConfigurationWeekly = pgTable(
+  'tool_outcome_owner_configuration_weekly',
+  {
+    week: date('week').notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_weekly_pkey',
+      columns: [t.week, t.owner, t.configuration],
+    }),
+    // ISO day of week 1: a week starts on Monday.
+    check('tool_outcome_owner_configuration_weekly_monday', sql`extract(isodow FROM ${t.week}) = 1`),
+    index('tool_outcome_owner_configuration_weekly_owner_idx').on(t.owner, t.week),
+    durationsShape('tool_outcome_owner_configuration_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
   'tool_outcome_owner_configuration_server_weekly',
   {

@@ -145,6 +145,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   serverHourly: 'tool_outcome_server_hourly',
   ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
   everyKeyHourly: 'tool_outcome_hourly',
+  ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
 };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;

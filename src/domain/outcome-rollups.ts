@@ -25,6 +25,7 @@ export type RollupName =
   | 'serverHourly'
   | 'ownerConfigurationHourly'
   | 'everyKeyHourly'
+  | 'ownerConfigurationWeekly'
   | 'ownerConfigurationServerWeekly';
 
 export interface RollupDefinition {
@@ -45,8 +46,9 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'serverHourly', grain: 'hour', dimensions: ['server'] },
   { name: 'ownerConfigurationHourly', grain: 'hour', dimensions: ['owner', 'configuration'] },
   { name: 'everyKeyHourly', grain: 'hour', dimensions: EVERY_KEY },
-  // Weeks only where a day holds many rows: a grouping by two of owner,
-  // configuration and server reads a week's row instead of seven days' rows.
+  // Weeks where a day holds many rows (many owners and configurations, and
+  // their servers): a week's row is read instead of seven days' rows.
+  { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
 ];
 

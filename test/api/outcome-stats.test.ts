@@ -384,6 +384,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'tool'],
       ['owner', 'configuration', 'server'],
       ['server', 'tool', 'configuration', 'owner'],
+      ['owner', 'configuration'],
     ] as const;
     // Filters taken in turn too: a filter needs its field in the rollup's key as a grouping does.
     const filters: Array<Partial<StatsQuery>> = [

@@ -13,6 +13,7 @@ import {
   toolOutcomeOwnerConfigurationHourly,
   toolOutcomeOwnerConfigurationServerDaily,
   toolOutcomeOwnerConfigurationServerWeekly,
+  toolOutcomeOwnerConfigurationWeekly,
   toolOutcomeOwnerDaily,
   toolOutcomeOwnerToolDaily,
   toolOutcomeServerDaily,
@@ -186,7 +187,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       callEvery: '37 minutes',
     },
     // Calls over more than two weeks, so that the weekly rollup has rows of several weeks.
-    { version: 20, tables: ['tool_outcome_owner_configuration_server_weekly'], callEvery: '197 minutes' },
+    {
+      version: 20,
+      tables: ['tool_outcome_owner_configuration_weekly', 'tool_outcome_owner_configuration_server_weekly'],
+      callEvery: '197 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -256,6 +261,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeOwnerToolDaily,
         toolOutcomeOwnerConfigurationServerDaily,
         toolOutcomeOwnerConfigurationServerWeekly,
+        toolOutcomeOwnerConfigurationWeekly,
         toolOutcomeServerHourly,
         toolOutcomeOwnerConfigurationHourly,
         apiKeys,
@@ -279,6 +285,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'tool_outcome_owner_tool_daily',
         'tool_outcome_owner_configuration_server_daily',
         'tool_outcome_owner_configuration_server_weekly',
+        'tool_outcome_owner_configuration_weekly',
         'tool_outcome_server_hourly',
         'tool_outcome_owner_configuration_hourly',
         'api_keys',

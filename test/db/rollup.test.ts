@@ -89,6 +89,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_configuration_server_daily', 'day', ['owner', 'configuration', 'server']),
     rollupOf('tool_outcome_server_hourly', 'hour', ['server']),
     rollupOf('tool_outcome_owner_configuration_hourly', 'hour', ['owner', 'configuration']),
+    rollupOf('tool_outcome_owner_configuration_weekly', 'week', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_configuration_server_weekly', 'week', ['owner', 'configuration', 'server']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };

@@ -71,7 +71,8 @@ describe('which rollup answers which statistics request', () => {
       '-raw 03-09T05:40 03-09T06:00',
       '-ownerConfigurationHourly 03-01T00:00 03-01T10:00',
       '+ownerConfigurationHourly 03-09T00:00 03-09T06:00',
-      '+ownerConfigurationDaily 03-01T00:00 03-09T00:00',
+      '+ownerConfigurationDaily 03-01T00:00 03-02T00:00',
+      '+ownerConfigurationWeekly 03-02T00:00 03-09T00:00',
     ]);
     // Edges of at most half a unit are read as they are.
     expect(
@@ -191,9 +192,12 @@ describe('which rollup answers which statistics request', () => {
       '-ownerConfigurationServerDaily 03-21T00:00 03-23T00:00',
       '+ownerConfigurationServerWeekly 03-02T00:00 03-23T00:00',
     ]);
-    // By configuration alone the (day, owner, configuration) rollup is narrower than the weekly one.
+    // By server alone the (day, server) rollup is narrower than any weekly one: no weeks.
+    expect(new Set(sources(planOutcomeStats(request({ groupBy: ['server'], range }))))).toEqual(
+      new Set(['raw', 'serverHourly', 'serverDaily']),
+    );
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['configuration'], range }))))).toEqual(
-      new Set(['raw', 'ownerConfigurationHourly', 'ownerConfigurationDaily']),
+      new Set(['raw', 'ownerConfigurationHourly', 'ownerConfigurationDaily', 'ownerConfigurationWeekly']),
     );
     // Less than a whole week: days.
     expect(
