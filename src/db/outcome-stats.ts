@@ -221,12 +221,14 @@ async function rollupCells(
      }
     having sum(ok) + sum(failed) + sum(cancelled) > 0`;
   const rows = await selectRows<Row>(db, statement);
-  return rows.map((row) =>
-    toCell(
-      row,
-      Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(row.histogram?.[i] ?? 0)),
-    ),
-  );
+  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+}
+
+/** A row's histogram as numbers: JSON gives them as they are; anything else is read count by count. */
+function histogramOf(counts: Row['histogram']): number[] {
+  if (counts?.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
+    return counts as number[];
+  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts?.[i] ?? 0));
 }
 
 /** A cell whose calls are taken away when cells are summed. */

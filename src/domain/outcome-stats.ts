@@ -1,4 +1,4 @@
-import { DURATION_BUCKETS, histogramQuantile } from './duration-histogram.ts';
+import { DURATION_BUCKETS, histogramQuantiles } from './duration-histogram.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
 
@@ -50,6 +50,7 @@ const keyFields = ({ server, toolName, configuration, owner }: StatsCell) => ({
   owner,
 });
 
+/** An empty bucket of a group: its row says zero calls. */
 function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
   return {
     ...keyFields(from),
@@ -59,26 +60,51 @@ function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
   };
 }
 
-function addInto(target: StatsCell, source: StatsCell): void {
+/** A cell of its own to add into: the source's counts, its histogram copied (the source is not changed). */
+function copyOf(source: StatsCell, bucket: number | null, histogram: boolean): StatsCell {
+  return {
+    ...keyFields(source),
+    bucket,
+    tally: source.tally,
+    histogram: histogram ? source.histogram.slice() : [],
+  };
+}
+
+function addInto(target: StatsCell, source: StatsCell, histogram: boolean): void {
   target.tally = {
     ok: target.tally.ok + source.tally.ok,
     failed: target.tally.failed + source.tally.failed,
     cancelled: target.tally.cancelled + source.tally.cancelled,
   };
-  source.histogram.forEach((count, bucket) => {
-    target.histogram[bucket] = (target.histogram[bucket] ?? 0) + count;
-  });
+  if (!histogram) return;
+  const into = target.histogram;
+  const from = source.histogram;
+  for (let bucket = 0; bucket < from.length; bucket += 1)
+    into[bucket] = (into[bucket] ?? 0) + (from[bucket] ?? 0);
 }
 
-const groupKey = (cell: StatsCell) => JSON.stringify(keyFields(cell));
+/**
+ * A group's key as one string: its fields joined by U+0000, which no stored
+ * name holds (PostgreSQL's text cannot), and which of them are null.
+ */
+export function outcomeGroupKey({
+  server,
+  toolName,
+  configuration,
+  owner,
+}: Pick<StatsCell, 'server' | 'toolName' | 'configuration' | 'owner'>): string {
+  const present = `${server === null ? 0 : 1}${toolName === null ? 0 : 1}${configuration === null ? 0 : 1}${owner === null ? 0 : 1}`;
+  return `${server ?? ''}\u0000${toolName ?? ''}\u0000${configuration ?? ''}\u0000${owner ?? ''}\u0000${present}`;
+}
 
 function toGroup(cell: StatsCell, start: Date | null): OutcomeGroup {
+  const [p50DurationMs = null, p95DurationMs = null] = histogramQuantiles(cell.histogram, [0.5, 0.95]);
   return {
     ...keyFields(cell),
     bucketStart: start,
     counts: outcomeCounts(cell.tally),
-    p50DurationMs: histogramQuantile(cell.histogram, 0.5),
-    p95DurationMs: histogramQuantile(cell.histogram, 0.95),
+    p50DurationMs,
+    p95DurationMs,
   };
 }
 
@@ -104,21 +130,19 @@ function orderValue(cell: StatsCell, field: Exclude<OutcomeOrderField, 'key'>): 
  */
 export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeGroup[] {
   const groups = new Map<string, Accumulated>();
+  // With time buckets a group's rows are its buckets: its whole histogram is never read, only its counts.
+  const groupHistograms = options.spec === null;
   for (const cell of cells) {
-    const key = groupKey(cell);
+    const key = outcomeGroupKey(cell);
     let group = groups.get(key);
     if (!group) {
-      group = { cell: emptyCell(cell, null), byBucket: new Map() };
+      group = { cell: copyOf(cell, null, groupHistograms), byBucket: new Map() };
       groups.set(key, group);
-    }
-    addInto(group.cell, cell);
+    } else addInto(group.cell, cell, groupHistograms);
     if (cell.bucket !== null) {
-      let slot = group.byBucket.get(cell.bucket);
-      if (!slot) {
-        slot = emptyCell(cell, cell.bucket);
-        group.byBucket.set(cell.bucket, slot);
-      }
-      addInto(slot, cell);
+      const slot = group.byBucket.get(cell.bucket);
+      if (!slot) group.byBucket.set(cell.bucket, copyOf(cell, cell.bucket, true));
+      else addInto(slot, cell, true);
     }
   }
   const sign = options.descending ? -1 : 1;

@@ -5,6 +5,7 @@ import {
   type OutcomeDimension,
   type OutcomeGroup,
   type OutcomeOrderField,
+  outcomeGroupKey,
   summarise,
 } from '../domain/outcome-stats.ts';
 import { restrictOwners } from '../domain/permissions.ts';
@@ -87,9 +88,6 @@ export interface OutcomeStatsPage {
   truncated: boolean;
 }
 
-const groupKeyOf = (group: OutcomeGroup) =>
-  JSON.stringify([group.server, group.toolName, group.configuration, group.owner]);
-
 /**
  * Tool calls grouped by any of server, tool, configuration and owner,
  * optionally by time bucket. One group more than `first` is asked for: its
@@ -102,11 +100,11 @@ export async function toolOutcomeStats(
 ): Promise<OutcomeStatsPage> {
   const first = checkInteger(request.first, 'first', 0, STATS_LIMITS.maxGroups);
   const rows = await outcomeGroupsOf(scope, { ...request, first: first + 1 }, now);
-  const keys = new Set(rows.map(groupKeyOf));
+  const keys = new Set(rows.map(outcomeGroupKey));
   if (keys.size <= first) return { groups: rows, truncated: false };
   const extra = rows.at(-1);
-  const extraKey = extra ? groupKeyOf(extra) : null;
-  return { groups: rows.filter((row) => groupKeyOf(row) !== extraKey), truncated: true };
+  const extraKey = extra ? outcomeGroupKey(extra) : null;
+  return { groups: rows.filter((row) => outcomeGroupKey(row) !== extraKey), truncated: true };
 }
 
 function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) {
