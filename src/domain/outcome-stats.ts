@@ -42,32 +42,30 @@ interface Accumulated {
   byBucket: Map<number, StatsCell>;
 }
 
-/** The key fields of a cell: what a group is grouped by. */
-const keyFields = ({ server, toolName, configuration, owner }: StatsCell) => ({
-  server,
-  toolName,
-  configuration,
-  owner,
-});
+/**
+ * A cell with the key fields of another (what a group is grouped by): the
+ * properties written out, not spread, as thousands are made for one answer.
+ */
+function cellOf(key: StatsCell, bucket: number | null, tally: OutcomeTally, histogram: number[]): StatsCell {
+  return {
+    server: key.server,
+    toolName: key.toolName,
+    configuration: key.configuration,
+    owner: key.owner,
+    bucket,
+    tally,
+    histogram,
+  };
+}
 
 /** An empty bucket of a group: its row says zero calls. */
 function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
-  return {
-    ...keyFields(from),
-    bucket,
-    tally: NO_OUTCOMES,
-    histogram: new Array<number>(DURATION_BUCKETS).fill(0),
-  };
+  return cellOf(from, bucket, NO_OUTCOMES, new Array<number>(DURATION_BUCKETS).fill(0));
 }
 
 /** A cell of its own to add into: the source's counts, its histogram copied (the source is not changed). */
 function copyOf(source: StatsCell, bucket: number | null, histogram: boolean): StatsCell {
-  return {
-    ...keyFields(source),
-    bucket,
-    tally: source.tally,
-    histogram: histogram ? source.histogram.slice() : [],
-  };
+  return cellOf(source, bucket, source.tally, histogram ? source.histogram.slice() : []);
 }
 
 function addInto(target: StatsCell, source: StatsCell, histogram: boolean): void {
@@ -97,14 +95,20 @@ export function outcomeGroupKey({
   return `${server ?? ''}\u0000${toolName ?? ''}\u0000${configuration ?? ''}\u0000${owner ?? ''}\u0000${present}`;
 }
 
+/** The percentiles every group reports, ascending. */
+const PERCENTILES: readonly number[] = [0.5, 0.95];
+
 function toGroup(cell: StatsCell, start: Date | null): OutcomeGroup {
-  const [p50DurationMs = null, p95DurationMs = null] = histogramQuantiles(cell.histogram, [0.5, 0.95]);
+  const percentiles = histogramQuantiles(cell.histogram, PERCENTILES);
   return {
-    ...keyFields(cell),
+    server: cell.server,
+    toolName: cell.toolName,
+    configuration: cell.configuration,
+    owner: cell.owner,
     bucketStart: start,
     counts: outcomeCounts(cell.tally),
-    p50DurationMs,
-    p95DurationMs,
+    p50DurationMs: percentiles[0] ?? null,
+    p95DurationMs: percentiles[1] ?? null,
   };
 }
 
