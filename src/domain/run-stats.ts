@@ -64,7 +64,11 @@ export function runStatsPage(
   first: number,
 ): RunStatsPage {
   const byRank = new Map<number, RunStatsCell[]>();
-  for (const cell of cells) byRank.set(cell.groupRank, [...(byRank.get(cell.groupRank) ?? []), cell]);
+  for (const cell of cells) {
+    const ranked = byRank.get(cell.groupRank);
+    if (ranked) ranked.push(cell);
+    else byRank.set(cell.groupRank, [cell]);
+  }
   const ranks = [...byRank.keys()].sort((a, b) => a - b);
   const kept = ranks.slice(0, first);
   const truncated = ranks.length > first;
