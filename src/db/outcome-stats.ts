@@ -188,10 +188,17 @@ async function rollupCells(
   // that costs no more than summing one column per bucket did. Left out when no percentile is asked for.
   // Histograms travel as JSON: the driver parses it natively, where a bigint[] is parsed element by
   // element as text (about 5 µs a row of 65 counts, most of the time of a long hourly series).
+  // Each count is summed as a float8: exact for every sum below 2^53 (counts are SafeInt, exact to
+  // 2^53 - 1, in the API), and a float8 sum keeps its state in place where a bigint sum allocates
+  // one per group and bucket: 65 of them per group made a grouping of thousands of groups spill
+  // to disk and cost a third more (owner x server over 90 days: 1,014 ms against 691 ms).
   const histogram =
     (query.durations ?? true)
       ? sql`, json_build_array(${sql.raw(
-          Array.from({ length: DURATION_BUCKETS }, (_, bucket) => `sum(durations[${bucket + 1}])`).join(', '),
+          Array.from(
+            { length: DURATION_BUCKETS },
+            (_, bucket) => `sum(durations[${bucket + 1}]::float8)`,
+          ).join(', '),
         )}) as histogram`
       : sql``;
   const statement = oneRowPerGroup(rollup, {

@@ -11,6 +11,8 @@ import {
   toolOutcomeDaily,
   toolOutcomeServerDaily,
 } from '../../drizzle/schema.ts';
+import { outcomeStatsCells } from '../../src/db/outcome-stats.ts';
+import { DURATION_BUCKETS } from '../../src/domain/duration-histogram.ts';
 import { encodeCursor, runListHash, stepListHash } from '../../src/graphql/ids.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
@@ -146,6 +148,26 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
         { ok: 4_500_000_000, failed: 0, cancelled: 2_200_000_000, total: 6_700_000_000 },
       ]);
     }
+  });
+
+  it('sums duration histograms across rollup rows exactly, up to 2^53 - 1 calls in a bucket', async () => {
+    const histogram = (first: number, sixth: number) =>
+      Array.from({ length: DURATION_BUCKETS }, (_, bucket) =>
+        bucket === 0 ? first : bucket === 5 ? sixth : 0,
+      );
+    await db()
+      .insert(toolOutcomeServerDaily)
+      .values([
+        { day: '2026-02-01', server: 'heavy', ok: 1, durations: histogram(2 ** 52 + 1, 3) },
+        { day: '2026-02-02', server: 'heavy', ok: 1, durations: histogram(2 ** 52 - 2, 4) },
+      ]);
+    const cells = await outcomeStatsCells(db(), {
+      groupBy: ['server'],
+      range: { from: new Date('2026-02-01T00:00:00Z'), to: new Date('2026-02-03T00:00:00Z') },
+      spec: null,
+      servers: ['heavy'],
+    });
+    expect(cells.map((cell) => cell.histogram)).toEqual([histogram(Number.MAX_SAFE_INTEGER, 7)]);
   });
 
   const RUNS = 'query ($d: DateTime) { runs(filter: { createdAfter: $d }) { edges { cursor } } }';
