@@ -170,6 +170,10 @@ const durationsShape = (name: string, durations: AnyPgColumn) =>
     sql`array_ndims(${durations}) = 1 and array_lower(${durations}, 1) = 1 and array_upper(${durations}, 1) = ${sql.raw(String(DURATION_BUCKETS))} and array_position(${durations}, null) is null`,
   );
 
+/** A weekly rollup's week is its first day, a Monday (ISO day of week 1), as WEEK buckets start. */
+const startsOnMonday = (name: string, week: AnyPgColumn) =>
+  check(name, sql`extract(isodow FROM ${week}) = 1`);
+
 /**
  * Tool calls per UTC day, run owner, run configuration, server and tool
  * (migrations/0012): every grouping and every actor by whole days. The same
@@ -295,8 +299,7 @@ export const toolOutcomeOwnerConfigurationWeekly = pgTable(
       name: 'tool_outcome_owner_configuration_weekly_pkey',
       columns: [t.week, t.owner, t.configuration],
     }),
-    // ISO day of week 1: a week starts on Monday.
-    check('tool_outcome_owner_configuration_weekly_monday', sql`extract(isodow FROM ${t.week}) = 1`),
+    startsOnMonday('tool_outcome_owner_configuration_weekly_monday', t.week),
     index('tool_outcome_owner_configuration_weekly_owner_idx').on(t.owner, t.week),
     durationsShape('tool_outcome_owner_configuration_weekly_durations_shape', t.durations),
   ],
@@ -316,8 +319,7 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
       name: 'tool_outcome_owner_configuration_server_weekly_pkey',
       columns: [t.week, t.owner, t.configuration, t.server],
     }),
-    // ISO day of week 1: a week starts on Monday.
-    check('tool_outcome_owner_configuration_server_weekly_monday', sql`extract(isodow FROM ${t.week}) = 1`),
+    startsOnMonday('tool_outcome_owner_configuration_server_weekly_monday', t.week),
     index('tool_outcome_owner_configuration_server_weekly_owner_idx').on(t.owner, t.week),
     durationsShape('tool_outcome_owner_configuration_server_weekly_durations_shape', t.durations),
   ],

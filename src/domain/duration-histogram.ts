@@ -41,15 +41,11 @@ export function bucketValue(bucket: number): number {
   return high - low === 1 ? low : Math.round(Math.sqrt(low * high));
 }
 
-/** The q-quantile (0 < q <= 1) of the durations counted in `histogram`; null when it is empty. */
-export function histogramQuantile(histogram: readonly number[], q: number): number | null {
-  return histogramQuantiles(histogram, [q])[0] ?? null;
-}
-
 /**
- * Several quantiles (ascending, 0 < q <= 1) of one histogram in one walk over
- * its buckets, as `histogramQuantile` gives each: a statistics answer asks two
- * of every one of its thousands of rows.
+ * Quantiles (ascending, 0 < q <= 1) of the durations counted in `histogram`,
+ * null when it is empty: for each, the bucket where the running count first
+ * reaches ceil(q * total). One walk over the buckets for all of them: a
+ * statistics answer asks two of every one of its thousands of rows.
  */
 export function histogramQuantiles(
   histogram: readonly number[],

@@ -265,6 +265,26 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     expect(await rollup(ROLLUPS[0])).toEqual(before);
   });
 
+  it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
+    for (const table of ROLLUPS.map((each) => each.table).filter((name) => name.endsWith('_weekly'))) {
+      const keys = table.includes('server') ? "'alice', 'c', 'fs'" : "'alice', 'c'";
+      const columns = table.includes('server') ? 'owner, configuration, server' : 'owner, configuration';
+      const insert = (week: string) =>
+        exec(`INSERT INTO ${table} (week, ${columns}, ok) VALUES ('${week}', ${keys}, 1)`);
+      const count = () =>
+        database.handle.withSession((s) => s.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`));
+      const before = await count();
+      for (const notMonday of ['2026-06-02', '2026-06-07']) {
+        const refusal = await insert(notMonday).catch((error: unknown) => error);
+        expect([table, (refusal as { code?: string }).code]).toEqual([table, '23514']);
+        expect(String((refusal as Error).message)).toContain(`${table}_monday`);
+      }
+      expect(await count()).toEqual(before);
+      await insert('2026-06-01');
+      expect(await count()).toEqual([{ n: (before[0]?.n ?? 0) + 1 }]);
+    }
+  });
+
   it('is emptied by TRUNCATE run_steps, in the same transaction, and counts again from zero', async () => {
     await exec(insertSteps);
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
