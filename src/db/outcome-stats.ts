@@ -191,7 +191,8 @@ async function rollupCells(
   // Each count is summed as a float8: exact for every sum below 2^53 (counts are SafeInt, exact to
   // 2^53 - 1, in the API), and a float8 sum keeps its state in place where a bigint sum allocates
   // one per group and bucket: 65 of them per group made a grouping of thousands of groups spill
-  // to disk and cost a third more (owner x server over 90 days: 1,014 ms against 691 ms).
+  // to disk and cost a third more (owner x server over 90 days on 300 owners and 40 servers: 1,014 ms
+  // against 691 ms).
   const histogram =
     (query.durations ?? true)
       ? sql`, json_build_array(${sql.raw(
