@@ -2,7 +2,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrator.ts';
-import { benchKey, freshDatabase, graphql, quantile, startService, table } from './support.ts';
+import { benchKey, databaseUrl, freshDatabase, graphql, quantile, startService, table } from './support.ts';
 
 /**
  * Outcome statistics at scale: tool steps over 90 days in data sets of
@@ -363,13 +363,49 @@ async function checkCase(
   return { groups: answered.length, percentilesOff };
 }
 
+/**
+ * BENCH_REUSE=1: the data set a previous run of this shape and size left, if
+ * there is one (migrated to now, its rollups kept by the migrations), and the
+ * instant its steps end at; else none.
+ */
+async function reusedDataSet(shape: Shape): Promise<{ url: string; end: Date } | null> {
+  if (process.env.BENCH_REUSE !== '1') return null;
+  const url = databaseUrl(`runledger_bench_stats_${shape.name}${process.env.BENCH_DB_SUFFIX ?? ''}`);
+  const client = new pg.Client({ connectionString: url });
+  let last: Date;
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ tools: string; last: Date }>(
+      `SELECT count(*) FILTER (WHERE kind = 'tool')::text AS tools, max(occurred_at) AS last FROM run_steps`,
+    );
+    const row = rows[0];
+    if (!row || Math.abs(Number(row.tools) - STEPS) > STEPS * 0.02) return null;
+    last = row.last;
+  } catch {
+    return null;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const handle = await openDatabase({ url });
+  try {
+    await migrate(handle);
+  } finally {
+    await handle.close();
+  }
+  // The seed's last step lies half a step before its end.
+  return { url, end: new Date(last.getTime() + 1) };
+}
+
 async function benchShape(shape: Shape): Promise<void> {
-  const url = await freshDatabase(`runledger_bench_stats_${shape.name}`);
-  const end = new Date();
+  const reused = await reusedDataSet(shape);
+  const url = reused?.url ?? (await freshDatabase(`runledger_bench_stats_${shape.name}`));
+  const end = reused?.end ?? new Date();
   console.log(
     `\n### shape ${shape.name}: ${STEPS.toLocaleString('en')} tool steps over ${DAYS} days, ${shape.owners} owners (skew ${shape.skew}) using ${shape.configurationsPerOwner} of ${shape.configurations} configurations each, ${shape.servers} servers x ${shape.toolsPerServer} tools, ${shape.legacy * 100}% legacy rows, ${shape.toolShare * 100}% of steps are tool calls`,
   );
-  await seed(url, shape, end);
+  if (reused)
+    console.log(`  reusing the data set of an earlier run (BENCH_REUSE=1), ending ${end.toISOString()}`);
+  else await seed(url, shape, end);
   const key = await benchKey(url);
   const service = await startService(url);
   const pool = new pg.Pool({ connectionString: url, max: 2 });

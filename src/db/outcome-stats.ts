@@ -8,7 +8,7 @@ import {
   type RollupName,
   type StatsSegment,
 } from '../domain/outcome-rollups.ts';
-import type { OutcomeDimension, StatsCell } from '../domain/outcome-stats.ts';
+import type { OutcomeDimension, OutcomeGroupKey, StatsCell } from '../domain/outcome-stats.ts';
 import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
@@ -26,6 +26,44 @@ export interface StatsQuery {
   outcomes?: readonly ToolOutcome[] | null;
   /** Count durations into histograms (for percentiles); without them the counts alone cost far less. */
   durations?: boolean;
+  /** Only these groups (their fields grouped by), as ranked by counts alone; null: every group. */
+  onlyGroups?: readonly OutcomeGroupKey[] | null;
+}
+
+/** A grouped field's column in a statement. */
+type KeyColumns = Readonly<Record<OutcomeDimension, SQL>>;
+const GROUP_FIELD = {
+  server: 'server',
+  tool: 'toolName',
+  configuration: 'configuration',
+  owner: 'owner',
+} as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
+
+/**
+ * The condition that keeps only `onlyGroups`: each grouped field in the values
+ * those groups hold (which an index can use), and with two fields or more the
+ * tuples themselves. Names stored empty are null in a group.
+ */
+function onlyGroupsSql(query: StatsQuery, columns: KeyColumns): SQL[] {
+  const groups = query.onlyGroups;
+  if (!groups) return [];
+  const fields = [...new Set(query.groupBy)];
+  const nameOf = (group: OutcomeGroupKey, field: OutcomeDimension) => group[GROUP_FIELD[field]] ?? '';
+  const conditions = fields.map(
+    (field) =>
+      inList(columns[field], [...new Set(groups.map((group) => nameOf(group, field)))]) ?? sql`false`,
+  );
+  if (fields.length < 2) return conditions;
+  const tuples = JSON.stringify(
+    groups.map((group) => Object.fromEntries(fields.map((field) => [field, nameOf(group, field)]))),
+  );
+  return [
+    ...conditions,
+    sql`(${sql.join(
+      fields.map((field) => columns[field]),
+      sql`, `,
+    )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))}))`,
+  ];
 }
 
 /** `raw` reads run_steps only; `auto` answers whole UTC hours and days from the rollups where it can. */
@@ -86,6 +124,12 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
     inList(sql`r.configuration`, query.configurations),
     inList(sql`r.owner`, query.owners),
     inList(outcome, query.outcomes),
+    ...onlyGroupsSql(query, {
+      server: sql`coalesce(s.server, '')`,
+      tool: sql`coalesce(s.tool_name, '')`,
+      configuration: sql`r.configuration`,
+      owner: sql`r.owner`,
+    }),
   ].filter((c): c is SQL => c !== null);
   const durations = query.durations ?? true;
   const tally = outcomeTallySql(outcome);
@@ -157,6 +201,13 @@ const ROLLUPS = new Map<RollupName, Rollup>(
   ]),
 );
 
+const ROLLUP_COLUMNS: KeyColumns = {
+  server: sql`server`,
+  tool: sql`tool_name`,
+  configuration: sql`configuration`,
+  owner: sql`owner`,
+};
+
 /** Whole units [from, to) of a rollup's time column, summed per group (and time bucket). */
 async function rollupCells(
   db: Database,
@@ -182,6 +233,7 @@ async function rollupCells(
     inList(sql`tool_name`, query.tools),
     inList(sql`configuration`, query.configurations),
     inList(sql`owner`, query.owners),
+    ...onlyGroupsSql(query, ROLLUP_COLUMNS),
   ].filter((c): c is SQL => c !== null);
   // Histograms summed element by element, one sum per bucket: of the ways to add arrays across rows
   // in plain SQL (unnest ... with ordinality grouped by bucket, a custom aggregate) this is the one
@@ -281,15 +333,17 @@ export async function outcomeStatsCells(
   query: StatsQuery,
   strategy: StatsStrategy = 'auto',
 ): Promise<StatsCell[]> {
-  const parts = statsSegments(query, strategy).map(async ({ from, to, source, subtract }) => {
+  // One statement after another: a caller reading in one snapshot holds one connection.
+  const cells: StatsCell[] = [];
+  for (const { from, to, source, subtract } of statsSegments(query, strategy)) {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);
-    const cells = rollup
+    const part = rollup
       ? await rollupCells(db, rollup, query, from, to)
       : await rawCells(db, query, from, to);
-    return subtract ? cells.map(negated) : cells;
-  });
-  return (await Promise.all(parts)).flat();
+    for (const cell of part) cells.push(subtract ? negated(cell) : cell);
+  }
+  return cells;
 }
 
 /** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */

@@ -128,14 +128,16 @@ function orderValue(cell: StatsCell, field: Exclude<OutcomeOrderField, 'key'>): 
   return counts.failureRate ?? Number.NEGATIVE_INFINITY;
 }
 
-/**
- * Groups from the cells: merged by key, ordered, cut to `first`, and, with a
- * time bucket, one row per bucket of the range, empty buckets included.
- */
-export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeGroup[] {
+/** A group's key fields: what a group is grouped by. */
+export type OutcomeGroupKey = Pick<StatsCell, 'server' | 'toolName' | 'configuration' | 'owner'>;
+
+/** The groups of some cells, merged by key, each with its cells by time bucket (unless `totalsOnly`). */
+function accumulate(
+  cells: readonly StatsCell[],
+  groupHistograms: boolean,
+  totalsOnly = false,
+): Map<string, Accumulated> {
   const groups = new Map<string, Accumulated>();
-  // With time buckets a group's rows are its buckets: its whole histogram is never read, only its counts.
-  const groupHistograms = options.spec === null;
   for (const cell of cells) {
     const key = outcomeGroupKey(cell);
     let group = groups.get(key);
@@ -143,29 +145,68 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
       group = { cell: copyOf(cell, null, groupHistograms), byBucket: new Map() };
       groups.set(key, group);
     } else addInto(group.cell, cell, groupHistograms);
-    if (cell.bucket !== null) {
+    if (cell.bucket !== null && !totalsOnly) {
       const slot = group.byBucket.get(cell.bucket);
       if (!slot) group.byBucket.set(cell.bucket, copyOf(cell, cell.bucket, true));
       else addInto(slot, cell, true);
     }
   }
-  const sign = options.descending ? -1 : 1;
-  const ordered = [...groups.values()]
-    // A group none of whose calls lie in the range (taken away whole) is no group.
-    .filter((group) => {
-      const total = outcomeCounts(group.cell.tally).total;
-      return total > 0 && total >= options.minCalls;
-    })
-    .sort((a, b) => {
-      if (options.orderBy !== 'key') {
-        const difference = orderValue(a.cell, options.orderBy) - orderValue(b.cell, options.orderBy);
-        if (difference !== 0) return sign * difference;
-        return compareKeys(a.cell, b.cell);
-      }
-      return sign * compareKeys(a.cell, b.cell);
-    })
-    .slice(0, options.first);
+  return groups;
+}
 
+/** The groups with calls (and at least minCalls), ordered, cut to `first`. */
+function rank(groups: Iterable<Accumulated>, options: RankOptions): Accumulated[] {
+  const sign = options.descending ? -1 : 1;
+  return (
+    [...groups]
+      // A group none of whose calls lie in the range (taken away whole) is no group.
+      .filter((group) => {
+        const total = outcomeCounts(group.cell.tally).total;
+        return total > 0 && total >= options.minCalls;
+      })
+      .sort((a, b) => {
+        if (options.orderBy !== 'key') {
+          const difference = orderValue(a.cell, options.orderBy) - orderValue(b.cell, options.orderBy);
+          if (difference !== 0) return sign * difference;
+          return compareKeys(a.cell, b.cell);
+        }
+        return sign * compareKeys(a.cell, b.cell);
+      })
+      .slice(0, options.first)
+  );
+}
+
+export type RankOptions = Pick<SummaryOptions, 'orderBy' | 'descending' | 'minCalls' | 'first'>;
+
+/**
+ * The keys of the groups `summarise` would return from these cells, in its
+ * order, and whether `first` left groups out: what the counts alone decide,
+ * so that durations need be read only for the groups returned.
+ */
+export function rankGroupKeys(
+  cells: readonly StatsCell[],
+  options: RankOptions,
+): { keys: OutcomeGroupKey[]; cut: boolean } {
+  const groups = accumulate(cells, false, true);
+  const ranked = rank(groups.values(), { ...options, first: Number.MAX_SAFE_INTEGER });
+  return {
+    keys: ranked.slice(0, options.first).map(({ cell }) => ({
+      server: cell.server,
+      toolName: cell.toolName,
+      configuration: cell.configuration,
+      owner: cell.owner,
+    })),
+    cut: ranked.length > options.first,
+  };
+}
+
+/**
+ * Groups from the cells: merged by key, ordered, cut to `first`, and, with a
+ * time bucket, one row per bucket of the range, empty buckets included.
+ */
+export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeGroup[] {
+  // With time buckets a group's rows are its buckets: its whole histogram is never read, only its counts.
+  const ordered = rank(accumulate(cells, options.spec === null).values(), options);
   const spec = options.spec;
   if (!spec) return ordered.map((group) => toGroup(group.cell, null));
   const buckets = bucketIndices(spec, options.range);

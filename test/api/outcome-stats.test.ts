@@ -371,6 +371,69 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(failed).toEqual([...failed].sort((a, b) => a - b));
   });
 
+  it('reads durations only for the groups it returns: a cut answer equals the same groups of the whole one', async () => {
+    // Failed tool calls with no server, more than any group has: their group's server is null, stored as an empty name.
+    const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    await api.db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}, 200000 + n, 'tool', ${new Date(BASE + 2 * DAY).toISOString()}::timestamptz + n * interval '1 minute',
+                 'search', null, 700, true, 'failed'
+            from generate_series(1, 40) as n`,
+    );
+    const keyOf = (g: Group) => [g.server, g.toolName, g.configuration, g.owner].join('/');
+    const cases = [
+      { groupBy: ['SERVER', 'TOOL'], bucket: null },
+      { groupBy: ['OWNER', 'SERVER'], bucket: 'DAY' },
+      { groupBy: ['CONFIGURATION', 'TOOL', 'OWNER'], bucket: null },
+      { groupBy: ['TOOL', 'SERVER'], bucket: 'HOUR' },
+    ];
+    for (const { groupBy, bucket } of cases) {
+      for (const orderBy of [
+        { field: 'TOTAL' },
+        { field: 'FAILURE_RATE' },
+        { field: 'KEY', direction: 'ASC' },
+      ]) {
+        const whole = await statsPage({ groupBy, bucket, filter: range, orderBy, first: 500 });
+        expect(whole.truncated).toBe(false);
+        const keys = [...new Set(whole.groups.map(keyOf))];
+        expect(keys.length).toBeGreaterThan(5);
+        const cut = await statsPage({ groupBy, bucket, filter: range, orderBy, first: 5 });
+        expect(cut.truncated).toBe(true);
+        expect(cut.groups).toEqual(whole.groups.filter((g) => keys.slice(0, 5).includes(keyOf(g))));
+      }
+    }
+    const byServer = await stats({
+      groupBy: ['SERVER', 'TOOL'],
+      filter: range,
+      orderBy: { field: 'FAILED' },
+      first: 1,
+    });
+    expect(byServer.map(keyOf)).toEqual(['/search//']);
+    // The statements themselves, from the rollups and from run_steps: only the groups named, each whole.
+    const query: StatsQuery = {
+      groupBy: ['owner', 'server'],
+      range: { from: new Date(from), to: new Date(to) },
+      spec: null,
+    };
+    const options = {
+      spec: null,
+      range: query.range,
+      orderBy: 'key' as const,
+      descending: false,
+      minCalls: 1,
+      first: 500,
+    };
+    const all = summarise(await outcomeStatsCells(api.db, query, 'raw'), options);
+    const named = all.filter((_, i) => i % 2 === 0 || all[i]?.server === null);
+    for (const strategy of ['auto', 'raw'] as const) {
+      const only = summarise(
+        await outcomeStatsCells(api.db, { ...query, onlyGroups: named }, strategy),
+        options,
+      );
+      expect(only).toEqual(named);
+    }
+  });
+
   it('gives the same answer from the rollups as from run_steps, for every grouping, bucket, offset and actor, also after updates and deletes', async () => {
     const db = api.db;
     const groupings = [
