@@ -1,15 +1,17 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
 import {
+  movedParts,
   OUTCOME_ROLLUPS,
   oneRowPerGroup,
   planOutcomeStats,
   type RollupDefinition,
+  type RollupGrain,
   type RollupName,
   type StatsSegment,
 } from '../domain/outcome-rollups.ts';
 import type { OutcomeDimension, OutcomeGroupKey, StatsCell } from '../domain/outcome-stats.ts';
-import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
+import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
@@ -208,25 +210,23 @@ const ROLLUP_COLUMNS: KeyColumns = {
   owner: sql`owner`,
 };
 
-/** Whole units [from, to) of a rollup's time column, summed per group (and time bucket). */
-async function rollupCells(
-  db: Database,
-  rollup: Rollup,
-  query: StatsQuery,
-  from: Date,
-  to: Date,
-): Promise<StatsCell[]> {
-  const keys: SQL[] = [];
+/** The grouped fields of a rollup's rows, in the order of the group by (time bucket not included). */
+function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
   const missing = [...query.groupBy, ...filteredBy(query)].find(
     (field) => !rollup.dimensions.includes(field),
   );
   if (missing) throw new Error(`${rollup.table} has no ${missing}`);
+  const keys: SQL[] = [];
   if (query.groupBy.includes('server')) keys.push(sql`server`);
   if (query.groupBy.includes('tool')) keys.push(sql`tool_name as tool`);
   if (query.groupBy.includes('configuration')) keys.push(sql`configuration`);
   if (query.groupBy.includes('owner')) keys.push(sql`owner`);
-  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
-  const conditions = [
+  return keys;
+}
+
+/** A rollup's rows of whole units [from, to) that the query's filters keep. */
+function rollupConditions(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL[] {
+  return [
     rollup.since(from),
     rollup.until(to),
     inList(sql`server`, query.servers),
@@ -235,25 +235,44 @@ async function rollupCells(
     inList(sql`owner`, query.owners),
     ...onlyGroupsSql(query, ROLLUP_COLUMNS),
   ].filter((c): c is SQL => c !== null);
-  // Histograms summed element by element, one sum per bucket: of the ways to add arrays across rows
-  // in plain SQL (unnest ... with ordinality grouped by bucket, a custom aggregate) this is the one
-  // that costs no more than summing one column per bucket did. Left out when no percentile is asked for.
-  // Histograms travel as JSON: the driver parses it natively, where a bigint[] is parsed element by
-  // element as text (about 5 µs a row of 65 counts, most of the time of a long hourly series).
-  // Each count is summed as a float8: exact for every sum below 2^53 (counts are SafeInt, exact to
-  // 2^53 - 1, in the API), and a float8 sum keeps its state in place where a bigint sum allocates
-  // one per group and bucket: 65 of them per group made a grouping of thousands of groups spill
-  // to disk and cost a third more (owner x server over 90 days on 300 owners and 40 servers: 1,014 ms
-  // against 691 ms).
-  const histogram =
-    (query.durations ?? true)
-      ? sql`, json_build_array(${sql.raw(
-          Array.from(
-            { length: DURATION_BUCKETS },
-            (_, bucket) => `sum(durations[${bucket + 1}]::float8)`,
-          ).join(', '),
-        )}) as histogram`
-      : sql``;
+}
+
+/**
+ * The histogram of the rows summed, as a column, or nothing when no
+ * percentile is asked for.
+ *
+ * Histograms summed element by element, one sum per bucket: of the ways to add arrays across rows
+ * in plain SQL (unnest ... with ordinality grouped by bucket, a custom aggregate) this is the one
+ * that costs no more than summing one column per bucket did.
+ * Histograms travel as JSON: the driver parses it natively, where a bigint[] is parsed element by
+ * element as text (about 5 µs a row of 65 counts, most of the time of a long hourly series).
+ * Each count is summed as a float8: exact for every sum below 2^53 (counts are SafeInt, exact to
+ * 2^53 - 1, in the API), and a float8 sum keeps its state in place where a bigint sum allocates
+ * one per group and bucket: 65 of them per group made a grouping of thousands of groups spill
+ * to disk and cost a third more (owner x server over 90 days on 300 owners and 40 servers: 1,014 ms
+ * against 691 ms).
+ */
+function histogramSums(query: StatsQuery): SQL {
+  if (!(query.durations ?? true)) return sql``;
+  return sql`, json_build_array(${sql.raw(
+    Array.from({ length: DURATION_BUCKETS }, (_, bucket) => `sum(durations[${bucket + 1}]::float8)`).join(
+      ', ',
+    ),
+  )}) as histogram`;
+}
+
+/** Whole units [from, to) of a rollup's time column, summed per group (and time bucket). */
+async function rollupCells(
+  db: Database,
+  rollup: Rollup,
+  query: StatsQuery,
+  from: Date,
+  to: Date,
+): Promise<StatsCell[]> {
+  const keys = keyColumns(rollup, query);
+  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
+  const conditions = rollupConditions(rollup, query, from, to);
+  const histogram = histogramSums(query);
   const statement = oneRowPerGroup(rollup, {
     groupBy: query.groupBy,
     singleValued: singleValued(query),
@@ -282,6 +301,49 @@ async function rollupCells(
     having sum(ok) + sum(failed) + sum(cancelled) > 0`;
   const rows = await selectRows<Row>(db, statement);
   return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+}
+
+/**
+ * The rows of [from, to) of a rollup aligned with the buckets whose bucket is
+ * not the bucket of the start of their unit of `grain` (which counted them
+ * when that unit was read whole): each counted in its own bucket and taken
+ * away from that one.
+ */
+async function movedCells(
+  db: Database,
+  rollup: Rollup,
+  query: StatsQuery,
+  from: Date,
+  to: Date,
+  grain: RollupGrain,
+): Promise<StatsCell[]> {
+  const spec = query.spec;
+  if (!spec) throw new Error('rows are moved between buckets only');
+  const parts = movedParts({ from, to }, grain, spec);
+  if (parts.length === 0) return [];
+  const unitStart = sql`(floor((${rollup.epochMs} - ${sql.raw(String(BUCKET_ANCHOR_MS[grain]))}) / ${sql.raw(String(BUCKET_MS[grain]))}) * ${sql.raw(String(BUCKET_MS[grain]))} + ${sql.raw(String(BUCKET_ANCHOR_MS[grain]))})`;
+  const keys = keyColumns(rollup, query);
+  // Only the rows of the parts, each part a range of the rollup's index on time.
+  const inParts = sql`(${sql.join(
+    parts.map((part) => sql`(${rollup.since(part.from)} and ${rollup.until(part.to)})`),
+    sql` or `,
+  )})`;
+  const statement = sql`
+    select ${sql.join([...keys, sql``], sql`, `)} ${bucketSql(spec, rollup.epochMs)} as bucket,
+           ${bucketSql(spec, unitStart)} as moved_from,
+           sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
+           ${histogramSums(query)}
+      from ${sql.raw(rollup.table)}
+     where ${sql.join([...rollupConditions(rollup, query, from, to), inParts], sql` and `)}
+     group by ${sql.join(
+       [...keys, sql``, sql``].map((_, i) => sql.raw(String(i + 1))),
+       sql`, `,
+     )}`;
+  const rows = await selectRows<Row & { moved_from: string | number }>(db, statement);
+  return rows.flatMap((row) => {
+    const cell = toCell(row, histogramOf(row.histogram));
+    return [cell, negated({ ...cell, bucket: Number(row.moved_from) })];
+  });
 }
 
 /** A row's histogram as numbers: JSON gives them as they are; anything else is read count by count. */
@@ -335,12 +397,14 @@ export async function outcomeStatsCells(
 ): Promise<StatsCell[]> {
   // One statement after another: a caller reading in one snapshot holds one connection.
   const cells: StatsCell[] = [];
-  for (const { from, to, source, subtract } of statsSegments(query, strategy)) {
+  for (const { from, to, source, subtract, movedFrom } of statsSegments(query, strategy)) {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);
-    const part = rollup
-      ? await rollupCells(db, rollup, query, from, to)
-      : await rawCells(db, query, from, to);
+    const part = !rollup
+      ? await rawCells(db, query, from, to)
+      : movedFrom
+        ? await movedCells(db, rollup, query, from, to, movedFrom)
+        : await rollupCells(db, rollup, query, from, to);
     for (const cell of part) cells.push(subtract ? negated(cell) : cell);
   }
   return cells;

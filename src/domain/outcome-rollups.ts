@@ -1,6 +1,13 @@
 import { isInstantInRange } from './limits.ts';
 import type { OutcomeDimension } from './outcome-stats.ts';
-import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from './time-buckets.ts';
+import {
+  BUCKET_ANCHOR_MS,
+  BUCKET_MS,
+  type BucketSpec,
+  bucketIndex,
+  bucketStart,
+  type StatsRange,
+} from './time-buckets.ts';
 
 /**
  * Which rollup of the tool calls answers which part of a statistics request:
@@ -69,6 +76,14 @@ export interface StatsSegment {
   source: RollupName | 'raw';
   /** Calls counted here are taken away: the part of a whole unit, read from a rollup, outside the range. */
   subtract?: true;
+  /**
+   * Buckets not aligned with the units of this grain (days at UTC+02:00): the
+   * same part was read in whole units of this grain, each counted in the
+   * bucket of its start. This segment's rows, of a rollup aligned with the
+   * buckets, whose bucket is not the one of the start of their unit of this
+   * grain, are moved: counted in their own bucket and taken away from that one.
+   */
+  movedFrom?: RollupGrain;
 }
 
 /** The first (smallest) rollup of a grain whose key holds every field the request needs. */
@@ -146,37 +161,53 @@ function stepsFindItsCalls(
  * that whole unit less what lies outside the range (19 hours of a day: the
  * day's rows less 5 hours' rows), so no edge reads more than half a unit of
  * the finer one. What is taken away lies in the same time bucket as the
- * unit it is taken from, so buckets and counts stay exact.
+ * unit it is taken from, so buckets and counts stay exact. Buckets at a
+ * whole-hour offset (days at UTC+02:00) are read in whole days and weeks too:
+ * each such unit straddles two buckets at most, and the rows of its hours in
+ * the second are moved there (`movedFrom`).
  */
 export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
   const unit = rollupUnit(request);
   const needed = [...new Set([...request.groupBy, ...request.filteredBy])];
-  // The grains to cut by, finest first, up to the request's unit: each with the smallest rollup that
-  // covers the request, kept only if its key is no wider than the finer one's (a weekly row keyed by
-  // more fields can outnumber seven daily rows keyed by fewer).
-  const tiers: Array<{ grain: RollupGrain; source: RollupName; dimensions: readonly OutcomeDimension[] }> =
-    [];
-  for (const grain of GRAINS.slice(0, unit === null ? 0 : GRAINS.indexOf(unit) + 1)) {
+  // The grains to cut by, finest first: those whose units lie in one bucket each, up to the request's
+  // unit, then coarser ones whose units each straddle at most two buckets (the bucket a whole number of
+  // units long), corrected by moving rows. Each with the smallest rollup that covers the request, kept
+  // only if its key is no wider than the finer one's (a weekly row keyed by more fields can outnumber
+  // seven daily rows keyed by fewer).
+  const tiers: Tier[] = [];
+  for (const grain of unit === null ? [] : GRAINS) {
+    const aligned = GRAINS.indexOf(grain) <= GRAINS.indexOf(unit ?? grain);
+    const shifted =
+      !aligned &&
+      tiers.length > 0 &&
+      request.spec?.sizeMs !== undefined &&
+      request.spec.sizeMs % GRAIN_MS[grain] === 0;
+    if (!aligned && !shifted) continue;
     const rollup = rollupFor(grain, needed);
     const finer = tiers.at(-1);
     if (!rollup || (finer && !rollup.dimensions.every((field) => finer.dimensions.includes(field)))) continue;
     if (grain === 'hour' && stepsFindItsCalls(rollup, request, needed)) continue;
-    tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions });
+    tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions, shifted });
   }
+  // Rows of the coarsest tier aligned with the buckets correct the units of the shifted ones.
+  const corrector = tiers.findLast((tier) => !tier.shifted);
   const segments: StatsSegment[] = [];
-  const add = (from: Date, to: Date, source: StatsSegment['source'], subtract: boolean) => {
-    if (from.getTime() < to.getTime())
-      segments.push(subtract ? { from, to, source, subtract } : { from, to, source });
+  const add = (from: Date, to: Date, level: number, subtract: boolean) => {
+    if (from.getTime() >= to.getTime()) return;
+    const tier = level < 0 ? undefined : tiers[level];
+    const sign = subtract ? { subtract } : {};
+    segments.push({ from, to, source: tier?.source ?? 'raw', ...sign });
+    if (tier?.shifted && corrector)
+      segments.push({ from, to, source: corrector.source, ...sign, movedFrom: tier.grain });
   };
   // [from, to), both on units of tier `level`: its whole units of the next tier go to that tier. An
   // edge longer than half a unit of the next tier is read as that whole unit less the rest of it.
   const cut = (from: Date, to: Date, level: number, subtract: boolean) => {
-    const source = level < 0 ? 'raw' : (tiers[level]?.source ?? 'raw');
     const next = tiers[level + 1];
     const innerFrom = next ? floorTo(from, next.grain, true) : to;
     const innerTo = next ? floorTo(to, next.grain, false) : to;
     if (!next || innerFrom.getTime() >= innerTo.getTime()) {
-      add(from, to, source, subtract);
+      add(from, to, level, subtract);
       return;
     }
     const unit = GRAIN_MS[next.grain];
@@ -186,17 +217,41 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
     const before = new Date(innerFrom.getTime() - unit);
     if (2 * (innerFrom.getTime() - from.getTime()) > unit && isInstantInRange(before)) {
       middleFrom = before;
-      add(middleFrom, from, source, !subtract);
-    } else add(from, innerFrom, source, subtract);
+      add(middleFrom, from, level, !subtract);
+    } else add(from, innerFrom, level, subtract);
     const after = new Date(innerTo.getTime() + unit);
     if (2 * (to.getTime() - innerTo.getTime()) > unit && isInstantInRange(after)) {
       middleTo = after;
-      add(to, middleTo, source, !subtract);
-    } else add(innerTo, to, source, subtract);
+      add(to, middleTo, level, !subtract);
+    } else add(innerTo, to, level, subtract);
     cut(middleFrom, middleTo, level + 1, subtract);
   };
   cut(request.range.from, request.range.to, -1, false);
   return segments;
+}
+
+interface Tier {
+  grain: RollupGrain;
+  source: RollupName;
+  dimensions: readonly OutcomeDimension[];
+  /** Its units are not aligned with the buckets: each is corrected by moving rows of a finer tier. */
+  shifted: boolean;
+}
+
+/**
+ * The parts of the whole units of a grain in [from, to) that lie in another
+ * bucket than their unit's start: from the bucket boundary inside a unit to
+ * the unit's end (a unit a bucket holds whole has none). The rows a
+ * `movedFrom` segment moves lie there.
+ */
+export function movedParts(range: StatsRange, grain: RollupGrain, spec: BucketSpec): StatsRange[] {
+  const unit = GRAIN_MS[grain];
+  const parts: StatsRange[] = [];
+  for (let start = range.from.getTime(); start < range.to.getTime(); start += unit) {
+    const boundary = bucketStart(spec, bucketIndex(spec, new Date(start)) + 1);
+    if (boundary.getTime() < start + unit) parts.push({ from: boundary, to: new Date(start + unit) });
+  }
+  return parts;
 }
 
 /**

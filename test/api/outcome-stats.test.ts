@@ -466,6 +466,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['day', 120],
       ['hour', -180],
       ['day', 330],
+      ['week', 60],
+      ['day', -600],
     ] as const;
     // Whole hours, and partial hours at both edges (read from run_steps, the rest from the rollups).
     const wholeHours = { from: new Date(from), to: new Date(to) };

@@ -1,13 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import {
+  movedParts,
   OUTCOME_ROLLUPS,
   oneRowPerGroup,
   planOutcomeStats,
+  type RollupGrain,
   type RollupRequest,
   rollupFor,
 } from '../../src/domain/outcome-rollups.ts';
 import type { OutcomeDimension } from '../../src/domain/outcome-stats.ts';
-import { bucketSpec } from '../../src/domain/time-buckets.ts';
+import { bucketIndex, bucketSpec } from '../../src/domain/time-buckets.ts';
 
 const at = (iso: string) => new Date(iso);
 const request = (overrides: Partial<RollupRequest> = {}): RollupRequest => ({
@@ -100,7 +102,7 @@ describe('which rollup answers which statistics request', () => {
     ]);
   });
 
-  it('covers any range exactly once, counting what is taken away, with every rollup segment on whole units of its grain', () => {
+  it('counts every instant of any range once, in its own bucket, counting what is taken away and moved, with every rollup segment on whole units of its grain', () => {
     let seed = 7;
     const random = (n: number) => {
       seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
@@ -113,48 +115,96 @@ describe('which rollup answers which statistics request', () => {
       bucketSpec('day', 0),
       bucketSpec('week', 0),
       bucketSpec('day', 120),
+      bucketSpec('day', -600),
+      bucketSpec('week', -180),
+      bucketSpec('week', 60),
+      bucketSpec('hour', -300),
     ];
     const unitMs = { hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 } as const;
+    const anchorMs = { hour: 0, day: 0, week: 4 * 86_400_000 } as const;
+    const unitStart = (t: number, grain: RollupGrain) =>
+      Math.floor((t - anchorMs[grain]) / unitMs[grain]) * unitMs[grain] + anchorMs[grain];
     for (let round = 0; round < 500; round += 1) {
       const from = Date.parse('2026-01-01T00:00:00Z') + random(40 * 86_400_000);
       const to = from + 1 + random(random(2) === 0 ? 3 * 86_400_000 : 60 * 86_400_000);
       const groupBy = fields.filter(() => random(2) === 0);
       const filteredBy = fields.filter(() => random(3) === 0);
+      const spec = specs[random(specs.length)] ?? null;
       const plan = planOutcomeStats(
-        request({
-          groupBy,
-          filteredBy,
-          range: { from: new Date(from), to: new Date(to) },
-          spec: specs[random(5)] ?? null,
-        }),
+        request({ groupBy, filteredBy, range: { from: new Date(from), to: new Date(to) }, spec }),
       );
+      const bucketOf = (t: number) => (spec ? bucketIndex(spec, new Date(t)) : 0);
+      // Where the plan counts a call at instant t: a rollup's row at the start of its unit, a row of
+      // run_steps at t, a moved row in its own bucket and taken away from its unit's.
+      const counted = (t: number) => {
+        const buckets = new Map<number, number>();
+        const count = (bucket: number, calls: number) => {
+          buckets.set(bucket, (buckets.get(bucket) ?? 0) + calls);
+          if (buckets.get(bucket) === 0) buckets.delete(bucket);
+        };
+        for (const segment of plan) {
+          if (t < segment.from.getTime() || t >= segment.to.getTime()) continue;
+          const sign = segment.subtract ? -1 : 1;
+          const grain = OUTCOME_ROLLUPS.find((each) => each.name === segment.source)?.grain;
+          const own = bucketOf(grain ? unitStart(t, grain) : t);
+          if (!segment.movedFrom) count(own, sign);
+          else if (own !== bucketOf(unitStart(t, segment.movedFrom))) {
+            count(own, sign);
+            count(bucketOf(unitStart(t, segment.movedFrom)), -sign);
+          }
+        }
+        return Object.fromEntries(buckets);
+      };
       const bounds = [
         ...new Set(plan.flatMap((segment) => [segment.from.getTime(), segment.to.getTime()])),
+        from,
+        to,
       ].sort((a, b) => a - b);
-      for (let i = 0; i + 1 < bounds.length; i += 1) {
-        const middle = ((bounds[i] ?? 0) + (bounds[i + 1] ?? 0)) / 2;
-        const counted = plan
-          .filter((segment) => segment.from.getTime() <= middle && middle < segment.to.getTime())
-          .reduce((sum, segment) => sum + (segment.subtract ? -1 : 1), 0);
-        expect([from, to, middle, counted]).toEqual([
+      // Instants at every bound, just before it, and between bounds, at each whole hour between them.
+      const instants = new Set<number>();
+      for (let i = 0; i < bounds.length; i += 1) {
+        const bound = bounds[i] ?? 0;
+        instants.add(bound).add(bound - 1);
+        for (let t = bound + 1_800_000; t < (bounds[i + 1] ?? bound); t += 3_600_000 * (1 + random(20)))
+          instants.add(t);
+      }
+      for (const t of instants)
+        expect([from, to, spec, t, counted(t)]).toEqual([
           from,
           to,
-          middle,
-          from <= middle && middle < to ? 1 : 0,
+          spec,
+          t,
+          from <= t && t < to ? { [bucketOf(t)]: 1 } : {},
         ]);
-      }
-      expect(bounds[0]).toBeLessThanOrEqual(from);
       for (const segment of plan) {
         const rollup = OUTCOME_ROLLUPS.find((each) => each.name === segment.source);
         if (!rollup) continue;
-        const anchor = rollup.grain === 'week' ? 4 * 86_400_000 : 0;
         for (const edge of [segment.from, segment.to])
-          expect([segment.source, (edge.getTime() - anchor) % unitMs[rollup.grain]]).toEqual([
+          expect([segment.source, (edge.getTime() - anchorMs[rollup.grain]) % unitMs[rollup.grain]]).toEqual([
             segment.source,
             0,
           ]);
       }
     }
+  });
+
+  it('lists the parts of units that lie past a bucket boundary: the rows a moved segment moves', () => {
+    const days = { from: at('2026-03-01T00:00:00Z'), to: at('2026-03-04T00:00:00Z') };
+    // Days at UTC+02:00 end at 22:00 UTC: the last two hours of each UTC day lie in the next.
+    expect(movedParts(days, 'day', bucketSpec('day', 120))).toEqual([
+      { from: at('2026-03-01T22:00:00Z'), to: at('2026-03-02T00:00:00Z') },
+      { from: at('2026-03-02T22:00:00Z'), to: at('2026-03-03T00:00:00Z') },
+      { from: at('2026-03-03T22:00:00Z'), to: at('2026-03-04T00:00:00Z') },
+    ]);
+    // Weeks at UTC-03:00 start on Monday 03:00 UTC: only the Monday of the days straddles two.
+    expect(
+      movedParts(
+        { from: at('2026-03-01T00:00:00Z'), to: at('2026-03-08T00:00:00Z') },
+        'day',
+        bucketSpec('week', -180),
+      ),
+    ).toEqual([{ from: at('2026-03-02T03:00:00Z'), to: at('2026-03-03T00:00:00Z') }]);
+    expect(movedParts(days, 'day', bucketSpec('day', 0))).toEqual([]);
   });
 
   it('reads no whole unit past the last instant a DateTime holds, to cover the end of 9999', () => {
@@ -228,20 +278,39 @@ describe('which rollup answers which statistics request', () => {
     expect(sources(planOutcomeStats(request({ filteredBy: ['server'] })))).toContain('serverHourly');
   });
 
-  it('reads days from daily rollups for DAY and WEEK buckets at UTC, hours for HOUR buckets and whole-hour offsets', () => {
+  it('reads days from daily rollups for DAY and WEEK buckets at UTC and at whole-hour offsets, hours for HOUR buckets', () => {
     const week = planOutcomeStats(request({ groupBy: ['tool'], spec: bucketSpec('week', 0) }));
     expect(sources(week)).toContain('serverToolDaily');
     const weekByOwnerAndServer = planOutcomeStats(
       request({ groupBy: ['owner', 'server'], spec: bucketSpec('week', 0) }),
     );
     expect(sources(weekByOwnerAndServer)).toContain('ownerConfigurationServerWeekly');
-    for (const spec of [bucketSpec('day', 0), bucketSpec('week', 60)])
-      expect(sources(planOutcomeStats(request({ groupBy: ['owner', 'server'], spec })))).not.toContain(
-        'ownerConfigurationServerWeekly',
-      );
-    for (const spec of [bucketSpec('hour', 0), bucketSpec('day', 120), bucketSpec('week', -180)]) {
+    expect(
+      sources(planOutcomeStats(request({ groupBy: ['owner', 'server'], spec: bucketSpec('day', 0) }))),
+    ).not.toContain('ownerConfigurationServerWeekly');
+    // Weeks at UTC+01:00: whole weeks too, the hour past each week's end moved to the next.
+    const weekAtOffset = planOutcomeStats(
+      request({
+        groupBy: ['owner', 'server'],
+        spec: bucketSpec('week', 60),
+        range: { from: at('2026-02-01T10:17:00Z'), to: at('2026-03-09T05:40:00Z') },
+      }),
+    );
+    expect(weekAtOffset.filter((segment) => segment.source === 'ownerConfigurationServerWeekly')).not.toEqual(
+      [],
+    );
+    expect(weekAtOffset.filter((segment) => segment.movedFrom === 'week')).not.toEqual([]);
+    const hourly = planOutcomeStats(request({ groupBy: ['server'], spec: bucketSpec('hour', 0) }));
+    expect(new Set(sources(hourly))).toEqual(new Set(['raw', 'serverHourly']));
+    // Buckets at a whole-hour offset read whole UTC days too, and move the hours past a bucket's end.
+    for (const spec of [bucketSpec('day', 120), bucketSpec('week', -180)]) {
       const plan = planOutcomeStats(request({ groupBy: ['server'], spec }));
-      expect(new Set(sources(plan))).toEqual(new Set(['raw', 'serverHourly']));
+      expect(new Set(sources(plan))).toEqual(new Set(['raw', 'serverHourly', 'serverDaily']));
+      expect(plan.filter((segment) => segment.movedFrom)).toEqual(
+        plan
+          .filter((segment) => segment.source === 'serverDaily')
+          .map((segment) => ({ ...segment, source: 'serverHourly', movedFrom: 'day' })),
+      );
     }
   });
 
