@@ -1,3 +1,4 @@
+import { type IsoInstant, isoInstant } from './date-time.ts';
 import { DURATION_BUCKETS, histogramQuantiles } from './duration-histogram.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
@@ -22,7 +23,7 @@ export interface OutcomeGroup {
   toolName: string | null;
   configuration: string | null;
   owner: string | null;
-  bucketStart: Date | null;
+  bucketStart: IsoInstant | null;
   counts: OutcomeCounts;
   p50DurationMs: number | null;
   p95DurationMs: number | null;
@@ -39,7 +40,8 @@ export interface SummaryOptions {
 
 interface Accumulated {
   cell: StatsCell;
-  byBucket: Map<number, StatsCell>;
+  /** A bucket's one cell as it came, until a second is added: then a copy of its own to add into. */
+  byBucket: Map<number, { cell: StatsCell; own: boolean }>;
 }
 
 /**
@@ -98,7 +100,7 @@ export function outcomeGroupKey({
 /** The percentiles every group reports, ascending. */
 const PERCENTILES: readonly number[] = [0.5, 0.95];
 
-function toGroup(cell: StatsCell, start: Date | null): OutcomeGroup {
+function toGroup(cell: StatsCell, start: IsoInstant | null): OutcomeGroup {
   const percentiles = histogramQuantiles(cell.histogram, PERCENTILES);
   return {
     server: cell.server,
@@ -147,8 +149,14 @@ function accumulate(
     } else addInto(group.cell, cell, groupHistograms);
     if (cell.bucket !== null && !totalsOnly) {
       const slot = group.byBucket.get(cell.bucket);
-      if (!slot) group.byBucket.set(cell.bucket, copyOf(cell, cell.bucket, true));
-      else addInto(slot, cell, true);
+      if (!slot) group.byBucket.set(cell.bucket, { cell, own: false });
+      else {
+        if (!slot.own) {
+          slot.cell = copyOf(slot.cell, cell.bucket, true);
+          slot.own = true;
+        }
+        addInto(slot.cell, cell, true);
+      }
     }
   }
   return groups;
@@ -209,10 +217,14 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
   const ordered = rank(accumulate(cells, options.spec === null).values(), options);
   const spec = options.spec;
   if (!spec) return ordered.map((group) => toGroup(group.cell, null));
-  const buckets = bucketIndices(spec, options.range);
+  // Each bucket's start written once, for every group.
+  const buckets = bucketIndices(spec, options.range).map((bucket) => ({
+    bucket,
+    start: isoInstant(bucketStart(spec, bucket)),
+  }));
   return ordered.flatMap((group) =>
-    buckets.map((bucket) =>
-      toGroup(group.byBucket.get(bucket) ?? emptyCell(group.cell, bucket), bucketStart(spec, bucket)),
+    buckets.map(({ bucket, start }) =>
+      toGroup(group.byBucket.get(bucket)?.cell ?? emptyCell(group.cell, bucket), start),
     ),
   );
 }
