@@ -66,10 +66,18 @@ export interface ServiceOptions {
   env?: Record<string, string>;
 }
 
+/** The flags `npm start` gives node (package.json's start script): the service is measured as it runs. */
+function startFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(`${root}/package.json`, 'utf8')) as { scripts: { start: string } };
+  const flags = /^exec node (.*)dist\/src\/main\.js$/.exec(manifest.scripts.start)?.[1];
+  if (flags === undefined) throw new Error(`npm start is not "exec node [flags] dist/src/main.js"`);
+  return flags.split(' ').filter(Boolean);
+}
+
 /**
  * The real entry point in its own process, so load and service do not share an
- * event loop: compiled JavaScript under plain node, as `npm start` runs it
- * (built first when the sources changed). `url` empty: the embedded database
+ * event loop: compiled JavaScript under plain node, as `npm start` runs it,
+ * with its flags (built first when the sources changed). `url` empty: the embedded database
  * (set PGLITE_DATA_DIR in `env`).
  */
 export async function startService(url: string, options: ServiceOptions = {}): Promise<Service> {
@@ -81,7 +89,7 @@ export async function startService(url: string, options: ServiceOptions = {}): P
   const probe = fileURLToPath(new URL('./memory-probe.mjs', import.meta.url));
   const child: ChildProcess = spawn(
     process.execPath,
-    [...(options.nodeArgs ?? []), '--import', probe, 'dist/src/main.js'],
+    [...startFlags(), ...(options.nodeArgs ?? []), '--import', probe, 'dist/src/main.js'],
     {
       cwd: root,
       env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...options.env },

@@ -87,7 +87,7 @@ function addInto(target: StatsCell, source: StatsCell, histogram: boolean): void
  * A group's key as one string: its fields joined by U+0000, which no stored
  * name holds (PostgreSQL's text cannot), and which of them are null.
  */
-export function outcomeGroupKey({
+function outcomeGroupKey({
   server,
   toolName,
   configuration,
@@ -162,26 +162,24 @@ function accumulate(
   return groups;
 }
 
-/** The groups with calls (and at least minCalls), ordered, cut to `first`. */
-function rank(groups: Iterable<Accumulated>, options: RankOptions): Accumulated[] {
+/** The groups with calls (and at least minCalls), ordered, cut to `first`; and whether that left some out. */
+function rank(groups: Iterable<Accumulated>, options: RankOptions): { ordered: Accumulated[]; cut: boolean } {
   const sign = options.descending ? -1 : 1;
-  return (
-    [...groups]
-      // A group none of whose calls lie in the range (taken away whole) is no group.
-      .filter((group) => {
-        const total = outcomeCounts(group.cell.tally).total;
-        return total > 0 && total >= options.minCalls;
-      })
-      .sort((a, b) => {
-        if (options.orderBy !== 'key') {
-          const difference = orderValue(a.cell, options.orderBy) - orderValue(b.cell, options.orderBy);
-          if (difference !== 0) return sign * difference;
-          return compareKeys(a.cell, b.cell);
-        }
-        return sign * compareKeys(a.cell, b.cell);
-      })
-      .slice(0, options.first)
-  );
+  const matching = [...groups]
+    // A group none of whose calls lie in the range (taken away whole) is no group.
+    .filter((group) => {
+      const total = outcomeCounts(group.cell.tally).total;
+      return total > 0 && total >= options.minCalls;
+    })
+    .sort((a, b) => {
+      if (options.orderBy !== 'key') {
+        const difference = orderValue(a.cell, options.orderBy) - orderValue(b.cell, options.orderBy);
+        if (difference !== 0) return sign * difference;
+        return compareKeys(a.cell, b.cell);
+      }
+      return sign * compareKeys(a.cell, b.cell);
+    });
+  return { ordered: matching.slice(0, options.first), cut: matching.length > options.first };
 }
 
 export type RankOptions = Pick<SummaryOptions, 'orderBy' | 'descending' | 'minCalls' | 'first'>;
@@ -195,36 +193,42 @@ export function rankGroupKeys(
   cells: readonly StatsCell[],
   options: RankOptions,
 ): { keys: OutcomeGroupKey[]; cut: boolean } {
-  const groups = accumulate(cells, false, true);
-  const ranked = rank(groups.values(), { ...options, first: Number.MAX_SAFE_INTEGER });
+  const { ordered, cut } = rank(accumulate(cells, false, true).values(), options);
   return {
-    keys: ranked.slice(0, options.first).map(({ cell }) => ({
+    keys: ordered.map(({ cell }) => ({
       server: cell.server,
       toolName: cell.toolName,
       configuration: cell.configuration,
       owner: cell.owner,
     })),
-    cut: ranked.length > options.first,
+    cut,
   };
+}
+
+/** Groups, and whether `first` left some out. */
+export interface OutcomeStatsPage {
+  groups: OutcomeGroup[];
+  truncated: boolean;
 }
 
 /**
  * Groups from the cells: merged by key, ordered, cut to `first`, and, with a
  * time bucket, one row per bucket of the range, empty buckets included.
  */
-export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeGroup[] {
+export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeStatsPage {
   // With time buckets a group's rows are its buckets: its whole histogram is never read, only its counts.
-  const ordered = rank(accumulate(cells, options.spec === null).values(), options);
+  const { ordered, cut } = rank(accumulate(cells, options.spec === null).values(), options);
   const spec = options.spec;
-  if (!spec) return ordered.map((group) => toGroup(group.cell, null));
+  if (!spec) return { groups: ordered.map((group) => toGroup(group.cell, null)), truncated: cut };
   // Each bucket's start written once, for every group.
   const buckets = bucketIndices(spec, options.range).map((bucket) => ({
     bucket,
     start: isoInstant(bucketStart(spec, bucket)),
   }));
-  return ordered.flatMap((group) =>
+  const groups = ordered.flatMap((group) =>
     buckets.map(({ bucket, start }) =>
       toGroup(group.byBucket.get(bucket)?.cell ?? emptyCell(group.cell, bucket), start),
     ),
   );
+  return { groups, truncated: cut };
 }

@@ -4,9 +4,8 @@ import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
   type OutcomeDimension,
-  type OutcomeGroup,
   type OutcomeOrderField,
-  outcomeGroupKey,
+  type OutcomeStatsPage,
   rankGroupKeys,
   summarise,
 } from '../domain/outcome-stats.ts';
@@ -30,6 +29,8 @@ export interface ToolStepFilter {
   owners?: readonly string[] | null;
   outcomes?: readonly ToolOutcome[] | null;
 }
+
+export type { OutcomeStatsPage };
 
 export interface OutcomeStatsRequest {
   groupBy: readonly OutcomeDimension[];
@@ -66,9 +67,9 @@ interface Pipeline {
  * returned. A single field has as many groups as names (servers, tools...),
  * where the first pass would cost more than it saves.
  */
-async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<OutcomeGroup[]> {
+async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<OutcomeStatsPage> {
   const owners = restrictOwners(actor, query.filter.owners);
-  if (owners?.length === 0) return [];
+  if (owners?.length === 0) return { groups: [], truncated: false };
   // One snapshot for every statement: a part of the range taken away from a whole unit, and the
   // second pass, see exactly the calls the others see, whatever commits meanwhile.
   return db.transaction((tx) => groupsInSnapshot(tx, owners, query), READ_ONE_SNAPSHOT);
@@ -80,7 +81,7 @@ async function groupsInSnapshot(
   db: Database,
   owners: readonly string[] | null,
   query: Pipeline,
-): Promise<OutcomeGroup[]> {
+): Promise<OutcomeStatsPage> {
   const { range, spec } = query;
   const statsQuery = {
     groupBy: [...new Set(query.groupBy)],
@@ -104,38 +105,24 @@ async function groupsInSnapshot(
   }
   const counted = await outcomeStatsCells(db, { ...statsQuery, durations: false });
   const { keys, cut } = rankGroupKeys(counted, ranking);
-  if (keys.length === 0) return [];
+  if (keys.length === 0) return { groups: [], truncated: cut };
   const cells = await outcomeStatsCells(db, {
     ...statsQuery,
     durations: true,
     onlyGroups: cut ? keys : null,
   });
-  return summarise(cells, { ...ranking, spec, range });
+  // Only the groups returned were read: whether others were left out, the first pass says.
+  return { groups: summarise(cells, { ...ranking, spec, range }).groups, truncated: cut };
 }
 
-/** Groups, and whether `first` left some out. */
-export interface OutcomeStatsPage {
-  groups: OutcomeGroup[];
-  truncated: boolean;
-}
-
-/**
- * Tool calls grouped by any of server, tool, configuration and owner,
- * optionally by time bucket. One group more than `first` is asked for: its
- * presence says the list was cut (a group's bucket rows come together).
- */
+/** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
 export async function toolOutcomeStats(
   scope: Scope,
   request: OutcomeStatsRequest,
   now = new Date(),
 ): Promise<OutcomeStatsPage> {
   const first = checkInteger(request.first, 'first', 0, STATS_LIMITS.maxGroups);
-  const rows = await outcomeGroupsOf(scope, { ...request, first: first + 1 }, now);
-  const keys = new Set(rows.map(outcomeGroupKey));
-  if (keys.size <= first) return { groups: rows, truncated: false };
-  const extra = rows.at(-1);
-  const extraKey = extra ? outcomeGroupKey(extra) : null;
-  return { groups: rows.filter((row) => outcomeGroupKey(row) !== extraKey), truncated: true };
+  return outcomeGroupsOf(scope, { ...request, first }, now);
 }
 
 function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) {
@@ -168,7 +155,7 @@ export async function serverOutcomeCounts(
   servers: readonly string[],
   now = new Date(),
 ): Promise<OutcomeCounts[]> {
-  const groups = await outcomeGroups(scope, {
+  const { groups } = await outcomeGroups(scope, {
     groupBy: ['server'],
     range: statsRange(null, null, now),
     spec: null,

@@ -73,7 +73,7 @@ describe('npm start, the way production runs it', () => {
       const commands = tree.map((pid) =>
         execFileSync('ps', ['-o', 'args=', '-p', String(pid)], { encoding: 'utf8' }).trim(),
       );
-      expect(commands).toContainEqual(expect.stringMatching(/^node dist\/src\/main\.js$/));
+      expect(commands).toContainEqual(expect.stringMatching(/^node (--[a-z-]+=\S+ )*dist\/src\/main\.js$/));
       expect(commands.join('\n')).not.toMatch(/tsx/);
 
       started.kill(signal);
