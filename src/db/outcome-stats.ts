@@ -28,6 +28,8 @@ export interface StatsQuery {
   outcomes?: readonly ToolOutcome[] | null;
   /** Count durations into histograms (for percentiles); without them the counts alone cost far less. */
   durations?: boolean;
+  /** The instant the request is answered at (see `RollupRequest.now`). */
+  now?: Date;
   /** Only these groups (their fields grouped by), as ranked by counts alone; null: every group. */
   onlyGroups?: readonly OutcomeGroupKey[] | null;
 }
@@ -419,5 +421,6 @@ export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto
     outcomeFilter: Boolean(query.outcomes?.length),
     range: query.range,
     spec: query.spec,
+    ...(query.now ? { now: query.now } : {}),
   });
 }

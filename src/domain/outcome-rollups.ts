@@ -67,6 +67,12 @@ export interface RollupRequest {
   outcomeFilter: boolean;
   range: StatsRange;
   spec: BucketSpec | null;
+  /**
+   * The instant the request is answered at: no call is recorded after it
+   * (short of a clock set ahead), so a part of a unit after it costs
+   * nothing to take away.
+   */
+  now?: Date;
 }
 
 /** A part of the range and where it is read from: a rollup, or run_steps itself (`raw`). */
@@ -160,7 +166,9 @@ function stepsFindItsCalls(
  * an hour). An edge longer than half a unit of the coarser rollup is read as
  * that whole unit less what lies outside the range (19 hours of a day: the
  * day's rows less 5 hours' rows), so no edge reads more than half a unit of
- * the finer one. What is taken away lies in the same time bucket as the
+ * the finer one, and so is the edge of a range that ends now (its unit's
+ * rest is yet to come: empty, where the edge would read days and hours of
+ * rows). What is taken away lies in the same time bucket as the
  * unit it is taken from, so buckets and counts stay exact. Buckets at a
  * whole-hour offset (days at UTC+02:00) are read in whole days and weeks too:
  * each such unit straddles two buckets at most, and the rows of its hours in
@@ -220,7 +228,10 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
       add(middleFrom, from, level, !subtract);
     } else add(from, innerFrom, level, subtract);
     const after = new Date(innerTo.getTime() + unit);
-    if (2 * (to.getTime() - innerTo.getTime()) > unit && isInstantInRange(after)) {
+    // A range that ends at or after now: the rest of its last unit is yet to come, nothing to read.
+    const restIsToCome = request.now !== undefined && to.getTime() >= request.now.getTime();
+    const edge = to.getTime() - innerTo.getTime();
+    if ((2 * edge > unit || (edge > 0 && restIsToCome)) && isInstantInRange(after)) {
       middleTo = after;
       add(to, middleTo, level, !subtract);
     } else add(innerTo, to, level, subtract);

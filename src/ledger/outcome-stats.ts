@@ -54,6 +54,8 @@ interface Pipeline {
   minCalls: number;
   first: number;
   durations: boolean;
+  /** The instant the request is answered at. */
+  now: Date;
 }
 
 /**
@@ -92,6 +94,7 @@ async function groupsInSnapshot(
     configurations: query.filter.configurations,
     owners,
     outcomes: query.filter.outcomes,
+    now: query.now,
   };
   const ranking = {
     orderBy: query.orderBy,
@@ -146,6 +149,7 @@ function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) 
     first: request.first,
     minCalls: checkInteger(request.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
     durations: request.durations,
+    now,
   });
 }
 
@@ -165,6 +169,7 @@ export async function serverOutcomeCounts(
     minCalls: 0,
     first: servers.length,
     durations: false,
+    now,
   });
   const byServer = new Map(groups.map((group) => [group.server, group.counts]));
   const noCalls = outcomeCounts(NO_OUTCOMES);

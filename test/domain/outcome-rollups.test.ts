@@ -93,6 +93,26 @@ describe('which rollup answers which statistics request', () => {
       '+ownerConfigurationHourly 03-03T00:00 03-03T09:00',
       '+ownerConfigurationDaily 03-02T00:00 03-03T00:00',
     ]);
+    // A range that ends now: its last edge is read as the whole week less the part yet to come,
+    // each level less its rest (rows of the future: none to read), where it read days and hours.
+    expect(
+      signed(
+        planOutcomeStats(
+          request({
+            groupBy: ['configuration'],
+            range: { from: at('2026-03-01T14:35:00Z'), to: at('2026-03-12T09:25:00Z') },
+            now: at('2026-03-12T09:25:00Z'),
+          }),
+        ),
+      ),
+    ).toEqual([
+      '+raw 03-01T14:35 03-01T15:00',
+      '-raw 03-12T09:25 03-12T10:00',
+      '+ownerConfigurationHourly 03-01T15:00 03-02T00:00',
+      '-ownerConfigurationHourly 03-12T10:00 03-13T00:00',
+      '-ownerConfigurationDaily 03-13T00:00 03-16T00:00',
+      '+ownerConfigurationWeekly 03-02T00:00 03-16T00:00',
+    ]);
     // Bounds on whole days: the daily rollup alone.
     const whole = planOutcomeStats(
       request({ range: { from: at('2026-03-01T00:00:00Z'), to: at('2026-03-05T00:00:00Z') } }),
@@ -131,7 +151,14 @@ describe('which rollup answers which statistics request', () => {
       const filteredBy = fields.filter(() => random(3) === 0);
       const spec = specs[random(specs.length)] ?? null;
       const plan = planOutcomeStats(
-        request({ groupBy, filteredBy, range: { from: new Date(from), to: new Date(to) }, spec }),
+        request({
+          groupBy,
+          filteredBy,
+          range: { from: new Date(from), to: new Date(to) },
+          spec,
+          // Now at the end of the range, within it or long after it: the plans differ, never the counts.
+          ...[{ now: new Date(to) }, { now: new Date(to - random(86_400_000)) }, {}][random(3)],
+        }),
       );
       const bucketOf = (t: number) => (spec ? bucketIndex(spec, new Date(t)) : 0);
       // Where the plan counts a call at instant t: a rollup's row at the start of its unit, a row of
