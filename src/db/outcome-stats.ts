@@ -10,7 +10,12 @@ import {
   type RollupName,
   type StatsSegment,
 } from '../domain/outcome-rollups.ts';
-import type { OutcomeDimension, OutcomeGroupKey, StatsCell } from '../domain/outcome-stats.ts';
+import {
+  type OutcomeDimension,
+  type OutcomeGroupKey,
+  outcomeGroupKey,
+  type StatsCell,
+} from '../domain/outcome-stats.ts';
 import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
@@ -44,9 +49,11 @@ const GROUP_FIELD = {
 } as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
 
 /**
- * The condition that keeps only `onlyGroups`: each grouped field in the values
- * those groups hold (which an index can use), and with two fields or more the
- * tuples themselves. Names stored empty are null in a group.
+ * The condition that keeps only `onlyGroups` in a rollup's statement: each
+ * grouped field in the values those groups hold (which an index can use), and
+ * with two fields or more the tuples themselves. Names stored empty are null
+ * in a group. Statements on run_steps read short edges, where such a condition
+ * costs more to plan than it saves: their cells are kept by key afterwards.
  */
 function onlyGroupsSql(query: StatsQuery, columns: KeyColumns): SQL[] {
   const groups = query.onlyGroups;
@@ -128,12 +135,6 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
     inList(sql`r.configuration`, query.configurations),
     inList(sql`r.owner`, query.owners),
     inList(outcome, query.outcomes),
-    ...onlyGroupsSql(query, {
-      server: sql`coalesce(s.server, '')`,
-      tool: sql`coalesce(s.tool_name, '')`,
-      configuration: sql`r.configuration`,
-      owner: sql`r.owner`,
-    }),
   ].filter((c): c is SQL => c !== null);
   const durations = query.durations ?? true;
   const tally = outcomeTallySql(outcome);
@@ -409,7 +410,10 @@ export async function outcomeStatsCells(
         : await rollupCells(db, rollup, query, from, to);
     for (const cell of part) cells.push(subtract ? negated(cell) : cell);
   }
-  return cells;
+  const only = query.onlyGroups;
+  if (!only) return cells;
+  const keys = new Set(only.map(outcomeGroupKey));
+  return cells.filter((cell) => keys.has(outcomeGroupKey(cell)));
 }
 
 /** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */

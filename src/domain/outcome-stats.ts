@@ -87,7 +87,7 @@ function addInto(target: StatsCell, source: StatsCell, histogram: boolean): void
  * A group's key as one string: its fields joined by U+0000, which no stored
  * name holds (PostgreSQL's text cannot), and which of them are null.
  */
-function outcomeGroupKey({
+export function outcomeGroupKey({
   server,
   toolName,
   configuration,
