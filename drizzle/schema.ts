@@ -325,6 +325,45 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
   ],
 );
 
+/**
+ * Tool calls per week by owner and server, and by configuration and server
+ * (migrations/0021): the groupings of two fields over weeks read a row per key
+ * and week, not one per configuration (or owner) of it.
+ */
+export const toolOutcomeOwnerServerWeekly = pgTable(
+  'tool_outcome_owner_server_weekly',
+  {
+    week: date('week').notNull(),
+    owner: text('owner').notNull(),
+    server: text('server').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_owner_server_weekly_pkey', columns: [t.week, t.owner, t.server] }),
+    startsOnMonday('tool_outcome_owner_server_weekly_monday', t.week),
+    index('tool_outcome_owner_server_weekly_owner_idx').on(t.owner, t.week),
+    durationsShape('tool_outcome_owner_server_weekly_durations_shape', t.durations),
+  ],
+);
+
+export const toolOutcomeConfigurationServerWeekly = pgTable(
+  'tool_outcome_configuration_server_weekly',
+  {
+    week: date('week').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_configuration_server_weekly_pkey',
+      columns: [t.week, t.configuration, t.server],
+    }),
+    startsOnMonday('tool_outcome_configuration_server_weekly_monday', t.week),
+    durationsShape('tool_outcome_configuration_server_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

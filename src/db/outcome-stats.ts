@@ -183,7 +183,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019 and 0020). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020 and 0021). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -195,6 +195,8 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
   everyKeyHourly: 'tool_outcome_hourly',
   ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
+  ownerServerWeekly: 'tool_outcome_owner_server_weekly',
+  configurationServerWeekly: 'tool_outcome_configuration_server_weekly',
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
 };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;

@@ -33,6 +33,8 @@ export type RollupName =
   | 'ownerConfigurationHourly'
   | 'everyKeyHourly'
   | 'ownerConfigurationWeekly'
+  | 'ownerServerWeekly'
+  | 'configurationServerWeekly'
   | 'ownerConfigurationServerWeekly';
 
 export interface RollupDefinition {
@@ -56,6 +58,10 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   // Weeks where a day holds many rows (many owners and configurations, and
   // their servers): a week's row is read instead of seven days' rows.
   { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
+  // Two fields of the run's key and the server: a row per key and week, where the rollup below
+  // holds one per configuration (or owner) of it.
+  { name: 'ownerServerWeekly', grain: 'week', dimensions: ['owner', 'server'] },
+  { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
 ];
 

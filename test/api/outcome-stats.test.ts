@@ -448,6 +448,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'configuration', 'server'],
       ['server', 'tool', 'configuration', 'owner'],
       ['owner', 'configuration'],
+      ['configuration', 'server'],
+      ['server', 'owner'],
     ] as const;
     // Filters taken in turn too: a filter needs its field in the rollup's key as a grouping does.
     const filters: Array<Partial<StatsQuery>> = [

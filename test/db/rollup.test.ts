@@ -64,6 +64,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     columns: ReadonlyArray<'owner' | 'configuration' | 'server' | 'tool_name'>,
   ) => ({
     table,
+    time,
+    columns,
     key: [TIME_KEYS[time].sql, ...columns].join(` || ' ' || `),
     of: (step: StepWithRun) =>
       [
@@ -91,6 +93,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_configuration_hourly', 'hour', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_configuration_weekly', 'week', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_configuration_server_weekly', 'week', ['owner', 'configuration', 'server']),
+    rollupOf('tool_outcome_owner_server_weekly', 'week', ['owner', 'server']),
+    rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -266,11 +270,12 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   });
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
-    for (const table of ROLLUPS.map((each) => each.table).filter((name) => name.endsWith('_weekly'))) {
-      const keys = table.includes('server') ? "'alice', 'c', 'fs'" : "'alice', 'c'";
-      const columns = table.includes('server') ? 'owner, configuration, server' : 'owner, configuration';
+    const weekly = ROLLUPS.filter((each) => each.time === 'week');
+    expect(weekly.length).toBe(4);
+    for (const { table, columns } of weekly) {
+      const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>
-        exec(`INSERT INTO ${table} (week, ${columns}, ok) VALUES ('${week}', ${keys}, 1)`);
+        exec(`INSERT INTO ${table} (week, ${columns.join(', ')}, ok) VALUES ('${week}', ${keys}, 1)`);
       const count = () =>
         database.handle.withSession((s) => s.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`));
       const before = await count();

@@ -57,7 +57,7 @@ describe('which rollup answers which statistics request', () => {
   it('counts a filter as a field needed, as a grouping is: an actor who sees its own runs reads an owner rollup', () => {
     const own = planOutcomeStats(request({ groupBy: ['server'], filteredBy: ['owner'] }));
     expect(new Set(sources(own))).toEqual(
-      new Set(['raw', 'everyKeyHourly', 'ownerConfigurationServerDaily', 'ownerConfigurationServerWeekly']),
+      new Set(['raw', 'everyKeyHourly', 'ownerConfigurationServerDaily', 'ownerServerWeekly']),
     );
     const byTool = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['owner'] }));
     expect(sources(byTool)).toContain('ownerToolDaily');
@@ -252,7 +252,7 @@ describe('which rollup answers which statistics request', () => {
       '+everyKeyHourly 03-19T00:00 03-19T06:00',
       '+ownerConfigurationServerDaily 03-01T00:00 03-02T00:00',
       '+ownerConfigurationServerDaily 03-16T00:00 03-19T00:00',
-      '+ownerConfigurationServerWeekly 03-02T00:00 03-16T00:00',
+      '+ownerServerWeekly 03-02T00:00 03-16T00:00',
     ]);
     // Five days of a week at an edge: the whole week less two days.
     expect(
@@ -267,8 +267,15 @@ describe('which rollup answers which statistics request', () => {
     ).toEqual([
       '-ownerConfigurationServerDaily 03-02T00:00 03-04T00:00',
       '-ownerConfigurationServerDaily 03-21T00:00 03-23T00:00',
-      '+ownerConfigurationServerWeekly 03-02T00:00 03-23T00:00',
+      '+ownerServerWeekly 03-02T00:00 03-23T00:00',
     ]);
+    // Each grouping of fields of the run's key and the server reads the narrowest weekly rollup that holds them.
+    for (const [groupBy, weekly] of [
+      [['configuration', 'server'], 'configurationServerWeekly'],
+      [['server', 'owner'], 'ownerServerWeekly'],
+      [['owner', 'configuration', 'server'], 'ownerConfigurationServerWeekly'],
+    ] as const)
+      expect(sources(planOutcomeStats(request({ groupBy, range })))).toContain(weekly);
     // By server alone the (day, server) rollup is narrower than any weekly one: no weeks.
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['server'], range }))))).toEqual(
       new Set(['raw', 'serverHourly', 'serverDaily']),
@@ -311,10 +318,10 @@ describe('which rollup answers which statistics request', () => {
     const weekByOwnerAndServer = planOutcomeStats(
       request({ groupBy: ['owner', 'server'], spec: bucketSpec('week', 0) }),
     );
-    expect(sources(weekByOwnerAndServer)).toContain('ownerConfigurationServerWeekly');
+    expect(sources(weekByOwnerAndServer)).toContain('ownerServerWeekly');
     expect(
       sources(planOutcomeStats(request({ groupBy: ['owner', 'server'], spec: bucketSpec('day', 0) }))),
-    ).not.toContain('ownerConfigurationServerWeekly');
+    ).not.toContain('ownerServerWeekly');
     // Weeks at UTC+01:00: whole weeks too, the hour past each week's end moved to the next.
     const weekAtOffset = planOutcomeStats(
       request({
@@ -323,9 +330,7 @@ describe('which rollup answers which statistics request', () => {
         range: { from: at('2026-02-01T10:17:00Z'), to: at('2026-03-09T05:40:00Z') },
       }),
     );
-    expect(weekAtOffset.filter((segment) => segment.source === 'ownerConfigurationServerWeekly')).not.toEqual(
-      [],
-    );
+    expect(weekAtOffset.filter((segment) => segment.source === 'ownerServerWeekly')).not.toEqual([]);
     expect(weekAtOffset.filter((segment) => segment.movedFrom === 'week')).not.toEqual([]);
     const hourly = planOutcomeStats(request({ groupBy: ['server'], spec: bucketSpec('hour', 0) }));
     expect(new Set(sources(hourly))).toEqual(new Set(['raw', 'serverHourly']));
