@@ -326,10 +326,25 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
 );
 
 /**
- * Tool calls per week by owner and server, and by configuration and server
- * (migrations/0021): the groupings of two fields over weeks read a row per key
- * and week, not one per configuration (or owner) of it.
+ * Tool calls per week by owner; by owner and server; by configuration and
+ * server (migrations/0021): those groupings over weeks read a row per key and
+ * week, not one per value of the other fields of a wider key.
  */
+export const toolOutcomeOwnerWeekly = pgTable(
+  'tool_outcome_owner_weekly',
+  {
+    week: date('week').notNull(),
+    owner: text('owner').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_owner_weekly_pkey', columns: [t.week, t.owner] }),
+    startsOnMonday('tool_outcome_owner_weekly_monday', t.week),
+    index('tool_outcome_owner_weekly_owner_idx').on(t.owner, t.week),
+    durationsShape('tool_outcome_owner_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeOwnerServerWeekly = pgTable(
   'tool_outcome_owner_server_weekly',
   {

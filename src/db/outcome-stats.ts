@@ -194,6 +194,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   serverHourly: 'tool_outcome_server_hourly',
   ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
   everyKeyHourly: 'tool_outcome_hourly',
+  ownerWeekly: 'tool_outcome_owner_weekly',
   ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
   ownerServerWeekly: 'tool_outcome_owner_server_weekly',
   configurationServerWeekly: 'tool_outcome_configuration_server_weekly',

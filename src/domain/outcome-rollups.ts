@@ -32,6 +32,7 @@ export type RollupName =
   | 'serverHourly'
   | 'ownerConfigurationHourly'
   | 'everyKeyHourly'
+  | 'ownerWeekly'
   | 'ownerConfigurationWeekly'
   | 'ownerServerWeekly'
   | 'configurationServerWeekly'
@@ -57,9 +58,10 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'everyKeyHourly', grain: 'hour', dimensions: EVERY_KEY },
   // Weeks where a day holds many rows (many owners and configurations, and
   // their servers): a week's row is read instead of seven days' rows.
+  // Keyed by exactly the fields of the groupings asked most: a row per key and week, where a
+  // rollup keyed by more fields holds one per value of the others.
+  { name: 'ownerWeekly', grain: 'week', dimensions: ['owner'] },
   { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
-  // Two fields of the run's key and the server: a row per key and week, where the rollup below
-  // holds one per configuration (or owner) of it.
   { name: 'ownerServerWeekly', grain: 'week', dimensions: ['owner', 'server'] },
   { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },

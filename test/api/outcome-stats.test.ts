@@ -450,6 +450,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'configuration'],
       ['configuration', 'server'],
       ['server', 'owner'],
+      ['owner'],
     ] as const;
     // Filters taken in turn too: a filter needs its field in the rollup's key as a grouping does.
     const filters: Array<Partial<StatsQuery>> = [

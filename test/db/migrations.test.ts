@@ -18,6 +18,7 @@ import {
   toolOutcomeOwnerDaily,
   toolOutcomeOwnerServerWeekly,
   toolOutcomeOwnerToolDaily,
+  toolOutcomeOwnerWeekly,
   toolOutcomeServerDaily,
   toolOutcomeServerHourly,
 } from '../../drizzle/schema.ts';
@@ -196,7 +197,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
     },
     {
       version: 21,
-      tables: ['tool_outcome_owner_server_weekly', 'tool_outcome_configuration_server_weekly'],
+      tables: [
+        'tool_outcome_owner_weekly',
+        'tool_outcome_owner_server_weekly',
+        'tool_outcome_configuration_server_weekly',
+      ],
       callEvery: '197 minutes',
     },
   ])(
@@ -269,6 +274,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeOwnerConfigurationServerDaily,
         toolOutcomeOwnerConfigurationServerWeekly,
         toolOutcomeOwnerConfigurationWeekly,
+        toolOutcomeOwnerWeekly,
         toolOutcomeOwnerServerWeekly,
         toolOutcomeConfigurationServerWeekly,
         toolOutcomeServerHourly,
@@ -295,6 +301,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'tool_outcome_owner_configuration_server_daily',
         'tool_outcome_owner_configuration_server_weekly',
         'tool_outcome_owner_configuration_weekly',
+        'tool_outcome_owner_weekly',
         'tool_outcome_owner_server_weekly',
         'tool_outcome_configuration_server_weekly',
         'tool_outcome_server_hourly',

@@ -93,6 +93,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_configuration_hourly', 'hour', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_configuration_weekly', 'week', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_configuration_server_weekly', 'week', ['owner', 'configuration', 'server']),
+    rollupOf('tool_outcome_owner_weekly', 'week', ['owner']),
     rollupOf('tool_outcome_owner_server_weekly', 'week', ['owner', 'server']),
     rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
   ] as const;
@@ -143,9 +144,9 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     await exec(`
       INSERT INTO runs (uuid, owner, configuration, status)
       VALUES (gen_random_uuid(), 'alice', 'recount', 'running'), (gen_random_uuid(), 'bob', 'recount', 'running'),
-             (gen_random_uuid(), 'bob', 'other', 'running');
+             (gen_random_uuid(), 'bob', 'other', 'running'), (gen_random_uuid(), 'carol', 'other', 'running');
       INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
-      SELECT (array_agg(runs.id ORDER BY runs.id))[1 + g % 3], 100 + g,
+      SELECT (array_agg(runs.id ORDER BY runs.id))[1 + g % 4], 100 + g,
              CASE WHEN g % 11 = 0 THEN 'llm' ELSE 'tool' END,
              timestamptz '2026-05-01 23:30Z' + (g % 3) * interval '20 minutes',
              (g * 7919) % 2000000, 'tool_' || (g % 4), CASE WHEN g % 9 = 0 THEN NULL ELSE 'srv_' || (g % 2) END,
@@ -271,7 +272,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
     const weekly = ROLLUPS.filter((each) => each.time === 'week');
-    expect(weekly.length).toBe(4);
+    expect(weekly.length).toBe(5);
     for (const { table, columns } of weekly) {
       const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>

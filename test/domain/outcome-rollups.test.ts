@@ -271,6 +271,7 @@ describe('which rollup answers which statistics request', () => {
     ]);
     // Each grouping of fields of the run's key and the server reads the narrowest weekly rollup that holds them.
     for (const [groupBy, weekly] of [
+      [['owner'], 'ownerWeekly'],
       [['configuration', 'server'], 'configurationServerWeekly'],
       [['server', 'owner'], 'ownerServerWeekly'],
       [['owner', 'configuration', 'server'], 'ownerConfigurationServerWeekly'],
