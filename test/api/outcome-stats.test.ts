@@ -1,6 +1,8 @@
 import { eq, sql } from 'drizzle-orm';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
+import type { Database } from '../../src/db/connection.ts';
 import { outcomeStatsCells, type StatsQuery, statsSegments } from '../../src/db/outcome-stats.ts';
 import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
@@ -9,10 +11,11 @@ import { bucketSpec } from '../../src/domain/time-buckets.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
 import { endRun } from '../../src/ledger/end-run.ts';
+import { toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
 import { appendSteps } from '../../src/ledger/record-steps.ts';
 import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
-import { backendNames } from '../support/databases.ts';
+import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 type Expected = 'ok' | 'failed' | 'cancelled' | null;
 
@@ -614,3 +617,88 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(await refusals({ groupBy: ['SERVER'], first: 501 })).toEqual([['VALUE_OUT_OF_RANGE', 'first']]);
   });
 });
+
+// Writes that commit while a request reads need committed data and a second connection: PostgreSQL, a database of its own.
+describe.each(backendNames.filter((name) => name === 'postgres'))(
+  'tool outcome statistics under concurrent writes (%s)',
+  (backend) => {
+    let database: TestDatabase;
+    beforeAll(async () => {
+      database = await openTestDatabase(backend);
+    });
+    afterAll(async () => database?.dispose());
+
+    it('reads every part of a request in one snapshot: a call committed between its statements counts in none', async () => {
+      const exec = (text: string) => database.handle.withSession((s) => s.exec(text));
+      const day = '2026-03-10';
+      await exec(`
+        INSERT INTO runs (uuid, owner, configuration, status) VALUES (gen_random_uuid(), 'alice', 'snap', 'running');
+        INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+        SELECT (SELECT id FROM runs WHERE configuration = 'snap'), g + 1, 'tool',
+               timestamptz '${day} 00:30Z' + g * interval '1 hour', 10, 'read', 'fs', false, 'ok'
+          FROM generate_series(0, 40) AS g;`);
+      // From 05:00 to the end of the next day: the first day is read whole, less its first five hours.
+      const range = { from: new Date(`${day}T05:00:00Z`), to: new Date('2026-03-12T00:00:00Z') };
+      const expected = 41 - 5;
+      const ask = (db: Database) =>
+        toolOutcomeStats(
+          { db, actor: { name: 'alice', permissions: new Set(['read_all_runs'] as const) } },
+          {
+            groupBy: ['server'],
+            filter: { occurredAfter: range.from, occurredBefore: range.to },
+            utcOffsetMinutes: 0,
+            minCalls: 1,
+            first: 10,
+            durations: true,
+          },
+        );
+      expect((await ask(database.handle.db)).groups.map((g) => g.counts.total)).toEqual([expected]);
+      expect(
+        statsSegments({ groupBy: ['server'], range, spec: null }).map((s) => [s.source, Boolean(s.subtract)]),
+      ).toEqual([
+        ['serverHourly', true],
+        ['serverDaily', false],
+      ]);
+      // After the request's first statement, another connection commits three calls in the hours taken away.
+      const writer = new pg.Client({ connectionString: database.url });
+      await writer.connect();
+      let statements = 0;
+      const writeAfterFirst = async () => {
+        statements += 1;
+        if (statements !== 1) return;
+        await writer.query(`INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+          SELECT (SELECT id FROM runs WHERE configuration = 'snap'), 100 + g, 'tool', timestamptz '${day} 02:10Z', 10, 'read', 'fs', false, 'ok'
+            FROM generate_series(1, 3) AS g`);
+      };
+      const inTransaction = (tx: Database): Database =>
+        new Proxy(tx, {
+          get(target, property, receiver) {
+            if (property !== 'execute') return Reflect.get(target, property, receiver);
+            return async (...args: Parameters<Database['execute']>) => {
+              const result = await target.execute(...args);
+              await writeAfterFirst();
+              return result;
+            };
+          },
+        });
+      const watched = new Proxy(database.handle.db, {
+        get(target, property, receiver) {
+          if (property !== 'transaction') return Reflect.get(target, property, receiver);
+          return (
+            work: (tx: Database) => Promise<unknown>,
+            config?: Parameters<Database['transaction']>[1],
+          ) => target.transaction((tx) => work(inTransaction(tx)), config);
+        },
+      });
+      try {
+        const answer = await ask(watched);
+        expect(statements).toBe(2);
+        // The three calls lie outside the range: counted in the whole day by a later snapshot, never taken away.
+        expect(answer.groups.map((g) => g.counts.total)).toEqual([expected]);
+        expect((await ask(database.handle.db)).groups.map((g) => g.counts.total)).toEqual([expected]);
+      } finally {
+        await writer.end();
+      }
+    });
+  },
+);
