@@ -39,8 +39,14 @@ export interface StatsQuery {
   onlyGroups?: readonly OutcomeGroupKey[] | null;
 }
 
-/** A grouped field's column in a statement. */
-type KeyColumns = Readonly<Record<OutcomeDimension, SQL>>;
+/** Each field's column in the rollups (every rollup names the fields it holds alike). */
+const ROLLUP_COLUMNS: Readonly<Record<OutcomeDimension, SQL>> = {
+  server: sql`server`,
+  tool: sql`tool_name`,
+  configuration: sql`configuration`,
+  owner: sql`owner`,
+};
+/** Each field's property in a group. */
 const GROUP_FIELD = {
   server: 'server',
   tool: 'toolName',
@@ -55,14 +61,14 @@ const GROUP_FIELD = {
  * in a group. Statements on run_steps read short edges, where such a condition
  * costs more to plan than it saves: their cells are kept by key afterwards.
  */
-function onlyGroupsSql(query: StatsQuery, columns: KeyColumns): SQL[] {
+function onlyGroupsSql(query: StatsQuery): SQL[] {
   const groups = query.onlyGroups;
   if (!groups) return [];
   const fields = [...new Set(query.groupBy)];
   const nameOf = (group: OutcomeGroupKey, field: OutcomeDimension) => group[GROUP_FIELD[field]] ?? '';
   const conditions = fields.map(
     (field) =>
-      inList(columns[field], [...new Set(groups.map((group) => nameOf(group, field)))]) ?? sql`false`,
+      inList(ROLLUP_COLUMNS[field], [...new Set(groups.map((group) => nameOf(group, field)))]) ?? sql`false`,
   );
   if (fields.length < 2) return conditions;
   const tuples = JSON.stringify(
@@ -71,7 +77,7 @@ function onlyGroupsSql(query: StatsQuery, columns: KeyColumns): SQL[] {
   return [
     ...conditions,
     sql`(${sql.join(
-      fields.map((field) => columns[field]),
+      fields.map((field) => ROLLUP_COLUMNS[field]),
       sql`, `,
     )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))}))`,
   ];
@@ -209,25 +215,16 @@ const ROLLUPS = new Map<RollupName, Rollup>(
   ]),
 );
 
-const ROLLUP_COLUMNS: KeyColumns = {
-  server: sql`server`,
-  tool: sql`tool_name`,
-  configuration: sql`configuration`,
-  owner: sql`owner`,
-};
-
 /** The grouped fields of a rollup's rows, in the order of the group by (time bucket not included). */
 function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
   const missing = [...query.groupBy, ...filteredBy(query)].find(
     (field) => !rollup.dimensions.includes(field),
   );
   if (missing) throw new Error(`${rollup.table} has no ${missing}`);
-  const keys: SQL[] = [];
-  if (query.groupBy.includes('server')) keys.push(sql`server`);
-  if (query.groupBy.includes('tool')) keys.push(sql`tool_name as tool`);
-  if (query.groupBy.includes('configuration')) keys.push(sql`configuration`);
-  if (query.groupBy.includes('owner')) keys.push(sql`owner`);
-  return keys;
+  // The order the statements' rows are read in (toCell): server, tool, configuration, owner.
+  return (['server', 'tool', 'configuration', 'owner'] as const)
+    .filter((field) => query.groupBy.includes(field))
+    .map((field) => sql`${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`);
 }
 
 /** A rollup's rows of whole units [from, to) that the query's filters keep. */
@@ -235,11 +232,8 @@ function rollupConditions(rollup: Rollup, query: StatsQuery, from: Date, to: Dat
   return [
     rollup.since(from),
     rollup.until(to),
-    inList(sql`server`, query.servers),
-    inList(sql`tool_name`, query.tools),
-    inList(sql`configuration`, query.configurations),
-    inList(sql`owner`, query.owners),
-    ...onlyGroupsSql(query, ROLLUP_COLUMNS),
+    ...filterValues(query).map(([field, values]) => inList(ROLLUP_COLUMNS[field], values)),
+    ...onlyGroupsSql(query),
   ].filter((c): c is SQL => c !== null);
 }
 

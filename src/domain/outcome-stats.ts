@@ -83,16 +83,14 @@ function addInto(target: StatsCell, source: StatsCell, histogram: boolean): void
     into[bucket] = (into[bucket] ?? 0) + (from[bucket] ?? 0);
 }
 
+/** A group's key fields: what a group is grouped by. */
+export type OutcomeGroupKey = Pick<StatsCell, 'server' | 'toolName' | 'configuration' | 'owner'>;
+
 /**
  * A group's key as one string: its fields joined by U+0000, which no stored
  * name holds (PostgreSQL's text cannot), and which of them are null.
  */
-export function outcomeGroupKey({
-  server,
-  toolName,
-  configuration,
-  owner,
-}: Pick<StatsCell, 'server' | 'toolName' | 'configuration' | 'owner'>): string {
+export function outcomeGroupKey({ server, toolName, configuration, owner }: OutcomeGroupKey): string {
   const present = `${server === null ? 0 : 1}${toolName === null ? 0 : 1}${configuration === null ? 0 : 1}${owner === null ? 0 : 1}`;
   return `${server ?? ''}\u0000${toolName ?? ''}\u0000${configuration ?? ''}\u0000${owner ?? ''}\u0000${present}`;
 }
@@ -129,9 +127,6 @@ function orderValue(cell: StatsCell, field: Exclude<OutcomeOrderField, 'key'>): 
   if (field === 'failed') return counts.failed;
   return counts.failureRate ?? Number.NEGATIVE_INFINITY;
 }
-
-/** A group's key fields: what a group is grouped by. */
-export type OutcomeGroupKey = Pick<StatsCell, 'server' | 'toolName' | 'configuration' | 'owner'>;
 
 /** The groups of some cells, merged by key, each with its cells by time bucket (unless `totalsOnly`). */
 function accumulate(
@@ -194,15 +189,7 @@ export function rankGroupKeys(
   options: RankOptions,
 ): { keys: OutcomeGroupKey[]; cut: boolean } {
   const { ordered, cut } = rank(accumulate(cells, false, true).values(), options);
-  return {
-    keys: ordered.map(({ cell }) => ({
-      server: cell.server,
-      toolName: cell.toolName,
-      configuration: cell.configuration,
-      owner: cell.owner,
-    })),
-    cut,
-  };
+  return { keys: ordered.map((group) => group.cell), cut };
 }
 
 /** Groups, and whether `first` left some out. */
