@@ -16,11 +16,11 @@ import {
   outcomeGroupKey,
   type StatsCell,
 } from '../domain/outcome-stats.ts';
-import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buckets.ts';
+import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
-import { bucketSql, epochMsSql, inList } from './stats-sql.ts';
+import { bucketSql, epochMsSql, inList, unitStartSql } from './stats-sql.ts';
 
 export interface StatsQuery {
   groupBy: readonly OutcomeDimension[];
@@ -321,7 +321,6 @@ async function movedCells(
   if (!spec) throw new Error('rows are moved between buckets only');
   const parts = movedParts({ from, to }, grain, spec);
   if (parts.length === 0) return [];
-  const unitStart = sql`(floor((${rollup.epochMs} - ${sql.raw(String(BUCKET_ANCHOR_MS[grain]))}) / ${sql.raw(String(BUCKET_MS[grain]))}) * ${sql.raw(String(BUCKET_MS[grain]))} + ${sql.raw(String(BUCKET_ANCHOR_MS[grain]))})`;
   const keys = keyColumns(rollup, query);
   // Only the rows of the parts, each part a range of the rollup's index on time.
   const inParts = sql`(${sql.join(
@@ -330,7 +329,7 @@ async function movedCells(
   )})`;
   const statement = sql`
     select ${sql.join([...keys, sql``], sql`, `)} ${bucketSql(spec, rollup.epochMs)} as bucket,
-           ${bucketSql(spec, unitStart)} as moved_from,
+           ${bucketSql(spec, unitStartSql(rollup.epochMs, grain))} as moved_from,
            sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
            ${histogramSums(query)}
       from ${sql.raw(rollup.table)}
