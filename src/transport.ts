@@ -1,4 +1,11 @@
-import { createServer, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingMessage,
+  type RequestListener,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode } from './graphql/errors.ts';
 
@@ -16,6 +23,11 @@ export interface TransportLimits {
   maxHeaderBytes: number;
   /** Header lines read from one request; those beyond are ignored. */
   maxHeaders: number;
+  /**
+   * After an answer that closes the connection before the request was read whole, what the client still sends
+   * is read and dropped for at most this long, so that the answer reaches it (see lingeringClose).
+   */
+  lingerMs: number;
 }
 
 /** Each limit: the environment variable that sets it and its default. */
@@ -27,6 +39,7 @@ export const TRANSPORT_SETTINGS: { readonly [K in keyof TransportLimits]: { env:
   maxConnections: { env: 'HTTP_MAX_CONNECTIONS', value: 500 },
   maxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', value: 16_384 },
   maxHeaders: { env: 'HTTP_MAX_HEADERS', value: 100 },
+  lingerMs: { env: 'HTTP_LINGER_MS', value: 2_000 },
 };
 
 const names = Object.keys(TRANSPORT_SETTINGS) as Array<keyof TransportLimits>;
@@ -97,6 +110,38 @@ function refusalFor(errorCode: string | undefined): {
 }
 
 /**
+ * Ends the connection once the answer is written, then reads and drops what the client still sends until it
+ * closes its side or `lingerMs` passes. Closing a socket with unread bytes sends a reset, and a reset can
+ * discard the answer at the client before it is read: a client still sending a refused 40 MB body would see
+ * the connection cut, not its 413.
+ */
+function lingeringClose(socket: Socket, lingerMs: number, request: IncomingMessage | undefined): void {
+  if (socket.destroyed) return;
+  if (socket.writable) socket.end();
+  // As Node's own destroySoon: never before the answer is written.
+  const close = () =>
+    socket.writableFinished ? socket.destroy() : socket.once('finish', () => socket.destroy());
+  if (socket.readableEnded) return void close();
+  const timer = setTimeout(close, lingerMs);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  // The client's FIN ends the wait.
+  socket.once('end', close);
+  if (request && !request.complete) dropUnreadBody(request);
+  socket.resume();
+}
+
+/**
+ * Node drops a body nobody read with IncomingMessage's `_dump` once the answer is written. A body whose reader
+ * stopped part way (the 413 of a body too large) is not dropped: the parser pauses the socket on it and the
+ * connection reads nothing more. Dropping it the same way keeps the lingering connection reading.
+ */
+function dropUnreadBody(request: IncomingMessage): void {
+  const dump = (request as IncomingMessage & { _dump?: () => void })._dump;
+  if (typeof dump === 'function') dump.call(request);
+}
+
+/**
  * The HTTP server for the GraphQL handler, with every transport limit applied.
  * Slow and malformed clients are answered as Node answers them (408, 431, 400),
  * with a JSON body and a code, and their connection is closed.
@@ -112,6 +157,8 @@ export function createHttpServer(
   );
   // The answer under way on each connection: a refusal is written only when none has started.
   const answering = new WeakMap<Duplex, ServerResponse>();
+  // The last request on each connection, whose unread body a lingering close drops.
+  const lastRequest = new WeakMap<Duplex, IncomingMessage>();
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -122,12 +169,17 @@ export function createHttpServer(
     (request, response) => {
       const socket = request.socket;
       answering.set(socket, response);
+      lastRequest.set(socket, request);
       response.once('finish', () => {
         if (answering.get(socket) === response) answering.delete(socket);
       });
       listener(request, response);
     },
   );
+  // Node closes a connection after its last answer with destroySoon: make that close a lingering one.
+  server.on('connection', (socket: Socket) => {
+    socket.destroySoon = () => lingeringClose(socket, limits.lingerMs, lastRequest.get(socket));
+  });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.maxHeadersCount = limits.maxHeaders;

@@ -89,6 +89,51 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
     },
   );
 
+  it('lets a client that sends on past its 413, reading only afterwards, still read the 413', async () => {
+    const before = await written();
+    const connection = await RawConnection.open(server.port);
+    // Not reading while sending: closing on unread bytes would reset the connection, and the client's next
+    // write would fail and drop the answer waiting unread.
+    connection.socket.pause();
+    await connection.write(head('Transfer-Encoding: chunked'));
+    await connection.write(`${Buffer.byteLength(bodyStart).toString(16)}\r\n${bodyStart}\r\n`);
+    const padding = Buffer.alloc(64 * 1024, 'x');
+    while (connection.sent < RequestLimits.maxBodyBytes + 8 * MB && !connection.isClosed) {
+      await connection.write(`${padding.length.toString(16)}\r\n${padding}\r\n`);
+    }
+    expect(connection.isClosed).toBe(false);
+    connection.socket.resume();
+    expect(await connection.waitClosed(defaultTransportLimits.lingerMs + 5_000)).toBe(true);
+    const [answer, ...more] = connection.answers();
+    expect([answer?.status, ...codesIn(answer?.body ?? '')]).toEqual([413, 'REQUEST_TOO_LARGE']);
+    expect(more).toEqual([]);
+    expect(await written()).toEqual(before);
+    await healthy();
+  });
+
+  it('closes a lingering connection whose client neither stops sending nor closes, after the linger time', async () => {
+    const lingering = await listen(api.server, { lingerMs: 300 });
+    try {
+      const connection = await RawConnection.open(lingering.port, { allowHalfOpen: true });
+      await connection.write(head('Transfer-Encoding: chunked'));
+      await connection.write(`${Buffer.byteLength(bodyStart).toString(16)}\r\n${bodyStart}\r\n`);
+      const padding = Buffer.alloc(64 * 1024, 'x');
+      // Sends on after the answer, a frame every 20 ms, for at most 10 s.
+      while (!connection.isClosed && Date.now() - connection.openedAt < 10_000) {
+        await connection.write(`${padding.length.toString(16)}\r\n${padding}\r\n`);
+        if (connection.answered) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(connection.isClosed).toBe(true);
+      expect(connection.answers()[0]?.status).toBe(413);
+      const lingered = (connection.closedAt ?? Number.NaN) - (connection.answeredAt ?? Number.NaN);
+      expect(lingered).toBeGreaterThanOrEqual(250);
+      expect(lingered).toBeLessThan(5_000);
+      await healthy(lingering);
+    } finally {
+      await lingering.close();
+    }
+  });
+
   it('refuses a 40 MB body declared by Content-Length at once, before any of it is sent', async () => {
     const before = await written();
     const connection = await RawConnection.open(server.port);

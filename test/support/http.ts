@@ -38,6 +38,7 @@ export class RawConnection {
   /** Bytes written so far, and when the first byte of an answer came. */
   sent = 0;
   sentWhenAnswered: number | undefined;
+  answeredAt: number | undefined;
   received = '';
   isClosed = false;
   readonly openedAt = Date.now();
@@ -47,6 +48,7 @@ export class RawConnection {
   private constructor(readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => {
       this.sentWhenAnswered ??= this.sent;
+      this.answeredAt ??= Date.now();
       this.received += chunk.toString('utf8');
     });
     // A server that closes while the client still sends resets the connection: that is expected here.
@@ -60,8 +62,9 @@ export class RawConnection {
     );
   }
 
-  static async open(port: number): Promise<RawConnection> {
-    const socket = connect(port, '127.0.0.1');
+  /** `allowHalfOpen`: the connection stays open for sending after the server's FIN, as a careless client's does. */
+  static async open(port: number, { allowHalfOpen = false } = {}): Promise<RawConnection> {
+    const socket = connect({ port, host: '127.0.0.1', allowHalfOpen });
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve);
       socket.once('error', reject);
