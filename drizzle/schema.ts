@@ -356,7 +356,7 @@ export const toolOutcomeOwnerServerWeekly = pgTable(
   (t) => [
     primaryKey({ name: 'tool_outcome_owner_server_weekly_pkey', columns: [t.week, t.owner, t.server] }),
     startsOnMonday('tool_outcome_owner_server_weekly_monday', t.week),
-    index('tool_outcome_owner_server_weekly_owner_idx').on(t.owner, t.week),
+    index('tool_outcome_owner_server_weekly_group_idx').on(t.owner, t.server, t.week),
     durationsShape('tool_outcome_owner_server_weekly_durations_shape', t.durations),
   ],
 );
@@ -375,6 +375,7 @@ export const toolOutcomeConfigurationServerWeekly = pgTable(
       columns: [t.week, t.configuration, t.server],
     }),
     startsOnMonday('tool_outcome_configuration_server_weekly_monday', t.week),
+    index('tool_outcome_configuration_server_weekly_group_idx').on(t.configuration, t.server, t.week),
     durationsShape('tool_outcome_configuration_server_weekly_durations_shape', t.durations),
   ],
 );

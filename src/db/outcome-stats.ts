@@ -100,7 +100,7 @@ interface Row {
   histogram?: Array<number | string | bigint>;
 }
 
-function toCell(row: Row, histogram: number[]): StatsCell {
+function toCell(row: Row, histogram: readonly number[]): StatsCell {
   const nullIfEmpty = (value: string | undefined) => (value === undefined || value === '' ? null : value);
   return {
     server: nullIfEmpty(row.server),
@@ -157,9 +157,9 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
      ${groupColumns.length > 0 ? sql`group by ${sql.join(groupColumns, sql`, `)}` : sql``}`;
   const rows = await selectRows<Row>(db, statement);
   return rows.map((row) => {
+    if (!durations) return toCell(row, NO_DURATIONS);
     const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
-    if (durations)
-      histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
+    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
     return toCell(row, histogram);
   });
 }
@@ -227,14 +227,70 @@ function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
     .map((field) => sql`${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`);
 }
 
-/** A rollup's rows of whole units [from, to) that the query's filters keep. */
-function rollupConditions(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL[] {
+/** A rollup's rows of whole units [from, to) that the query's filters keep (and its `onlyGroups`, unless not). */
+function rollupConditions(
+  rollup: Rollup,
+  query: StatsQuery,
+  from: Date,
+  to: Date,
+  { onlyGroups = true } = {},
+): SQL[] {
   return [
     rollup.since(from),
     rollup.until(to),
     ...filterValues(query).map(([field, values]) => inList(ROLLUP_COLUMNS[field], values)),
-    ...onlyGroupsSql(query),
+    ...(onlyGroups ? onlyGroupsSql(query) : []),
   ].filter((c): c is SQL => c !== null);
+}
+
+/**
+ * Rollups with an index led by their key's fields, then the time (migration
+ * 0022): one group's units are one range of it.
+ */
+const INDEXED_BY_GROUP: ReadonlySet<RollupName> = new Set(['ownerServerWeekly', 'configurationServerWeekly']);
+
+/**
+ * Only some groups, each of whose rows is found by the rollup's index on its
+ * key: the groups' rows summed group by group (a lateral join, one index range
+ * a group), where the condition on the groups made the statement read every
+ * key of every unit of the range (thousands of rows for each of 500 groups).
+ */
+async function indexedGroupCells(
+  db: Database,
+  rollup: Rollup,
+  query: StatsQuery,
+  groups: readonly OutcomeGroupKey[],
+  from: Date,
+  to: Date,
+): Promise<StatsCell[]> {
+  const fields = rollup.dimensions;
+  const tuples = JSON.stringify(
+    groups.map((group) =>
+      Object.fromEntries(fields.map((field) => [field, group[GROUP_FIELD[field]] ?? ''])),
+    ),
+  );
+  const sameGroup = fields.map((field) => sql`${ROLLUP_COLUMNS[field]} = k.${sql.raw(field)}`);
+  const bucket = query.spec ? sql`${bucketSql(query.spec, rollup.epochMs)} as bucket,` : sql``;
+  const statement = sql`
+    select ${sql.raw(fields.map((field) => `k.${field} as ${field}`).join(', '))}, g.*
+      from json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))}),
+           lateral (
+             select ${bucket} sum(ok)::bigint as ok, sum(failed)::bigint as failed,
+                    sum(cancelled)::bigint as cancelled ${histogramSums(query)}
+               from ${sql.raw(rollup.table)}
+              where ${sql.join([...sameGroup, ...rollupConditions(rollup, query, from, to, { onlyGroups: false })], sql` and `)}
+              ${query.spec ? sql`group by 1` : sql``}
+             having sum(ok) + sum(failed) + sum(cancelled) > 0
+           ) as g`;
+  const rows = await selectRows<Row>(db, statement);
+  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+}
+
+/** Whether a query's groups are each a range of the rollup's index by group: it groups by every field of its key. */
+function readsGroupByGroup(rollup: Rollup, query: StatsQuery): boolean {
+  return (
+    INDEXED_BY_GROUP.has(rollup.name) && rollup.dimensions.every((field) => query.groupBy.includes(field))
+  );
 }
 
 /**
@@ -270,6 +326,8 @@ async function rollupCells(
   to: Date,
 ): Promise<StatsCell[]> {
   const keys = keyColumns(rollup, query);
+  if (query.onlyGroups && readsGroupByGroup(rollup, query))
+    return indexedGroupCells(db, rollup, query, query.onlyGroups, from, to);
   if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
   const conditions = rollupConditions(rollup, query, from, to);
   const histogram = histogramSums(query);
@@ -345,11 +403,18 @@ async function movedCells(
   });
 }
 
-/** A row's histogram as numbers: JSON gives them as they are; anything else is read count by count. */
-function histogramOf(counts: Row['histogram']): number[] {
-  if (counts?.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
+/**
+ * The histogram of every cell read without durations: one array for all (thousands of cells in a
+ * ranking by counts), frozen, as no cell read is ever added into.
+ */
+const NO_DURATIONS: readonly number[] = Object.freeze(new Array<number>(DURATION_BUCKETS).fill(0));
+
+/** A row's histogram as numbers: JSON gives them as they are; none when durations were not read. */
+function histogramOf(counts: Row['histogram']): readonly number[] {
+  if (counts === undefined) return NO_DURATIONS;
+  if (counts.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
     return counts as number[];
-  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts?.[i] ?? 0));
+  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts[i] ?? 0));
 }
 
 /** A cell whose calls are taken away when cells are summed. */
@@ -357,7 +422,7 @@ function negated(cell: StatsCell): StatsCell {
   return {
     ...cell,
     tally: { ok: -cell.tally.ok, failed: -cell.tally.failed, cancelled: -cell.tally.cancelled },
-    histogram: cell.histogram.map((count) => -count),
+    histogram: cell.histogram === NO_DURATIONS ? NO_DURATIONS : cell.histogram.map((count) => -count),
   };
 }
 

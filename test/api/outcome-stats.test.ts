@@ -412,29 +412,45 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       first: 1,
     });
     expect(byServer.map(keyOf)).toEqual(['/search//']);
-    // The statements themselves, from the rollups and from run_steps: only the groups named, each whole.
-    const query: StatsQuery = {
-      groupBy: ['owner', 'server'],
-      range: { from: new Date(from), to: new Date(to) },
-      spec: null,
+    // The statements themselves, from the rollups and from run_steps: only the groups named, each whole. Over
+    // weeks too, where the weekly rollups by owner and server and by configuration and server find each group's
+    // weeks by their index on it.
+    const weeks = {
+      from: new Date(from - 10 * DAY + 17 * 60_000),
+      to: new Date(to + 12 * DAY - 23 * 60_000),
     };
-    const options = {
-      spec: null,
-      range: query.range,
-      orderBy: 'key' as const,
-      descending: false,
-      minCalls: 1,
-      first: 500,
-    };
-    const all = summarise(await outcomeStatsCells(api.db, query, 'raw'), options).groups;
-    const named = all.filter((_, i) => i % 2 === 0 || all[i]?.server === null);
-    for (const strategy of ['auto', 'raw'] as const) {
-      const only = summarise(
-        await outcomeStatsCells(api.db, { ...query, onlyGroups: named }, strategy),
-        options,
-      ).groups;
-      expect(only).toEqual(named);
-    }
+    for (const groupBy of [
+      ['owner', 'server'],
+      ['configuration', 'server'],
+      ['server', 'owner', 'tool'],
+    ] as const)
+      for (const range of [{ from: new Date(from), to: new Date(to) }, weeks])
+        for (const spec of [null, bucketSpec('day', 0), bucketSpec('week', 0)]) {
+          const query: StatsQuery = { groupBy, range, spec };
+          const options = {
+            spec,
+            range,
+            orderBy: 'key' as const,
+            descending: false,
+            minCalls: 1,
+            first: 500,
+          };
+          const all = summarise(await outcomeStatsCells(api.db, query, 'raw'), options).groups;
+          const keys = [...new Set(all.map(keyOf))];
+          const namedKeys = new Set(keys.filter((key, i) => i % 2 === 0 || key.startsWith('/')));
+          const named = all.filter((group) => namedKeys.has(keyOf(group)));
+          expect(named.length).toBeLessThan(all.length);
+          const onlyGroups = named.filter(
+            (group, i) => named.findIndex((g) => keyOf(g) === keyOf(group)) === i,
+          );
+          for (const strategy of ['auto', 'raw'] as const) {
+            const only = summarise(
+              await outcomeStatsCells(api.db, { ...query, onlyGroups }, strategy),
+              options,
+            );
+            expect(only.groups).toEqual(named);
+          }
+        }
   });
 
   it('gives the same answer from the rollups as from run_steps, for every grouping, bucket, offset and actor, also after updates and deletes', async () => {
