@@ -13,6 +13,7 @@ import {
 import {
   type OutcomeDimension,
   type OutcomeGroupKey,
+  type OutcomeOrderField,
   outcomeGroupKey,
   type StatsCell,
 } from '../domain/outcome-stats.ts';
@@ -115,6 +116,18 @@ function toCell(row: Row, histogram: readonly number[]): StatsCell {
 
 /** Tool calls in [from, to), straight from run_steps: one row per group and duration bucket. */
 async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): Promise<StatsCell[]> {
+  const durations = query.durations ?? true;
+  const rows = await selectRows<Row>(db, rawStatement(query, from, to));
+  return rows.map((row) => {
+    if (!durations) return toCell(row, NO_DURATIONS);
+    const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
+    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
+    return toCell(row, histogram);
+  });
+}
+
+/** The statement of rawCells: its key columns named as the fields, its counts `ok`, `failed`, `cancelled`. */
+function rawStatement(query: StatsQuery, from: Date, to: Date): SQL {
   const outcome = statedOutcomeSql({
     kind: sql`s.kind`,
     toolIsError: sql`s.tool_is_error`,
@@ -148,20 +161,13 @@ async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): 
     ...keys.map((_, i) => sql.raw(String(i + 1))),
     ...(durations ? [sql.raw(String(keys.length + 1))] : []),
   ];
-  const statement = sql`
+  return sql`
     select ${sql.join([...keys, sql``], sql`, `)}
            ${durations ? sql`tool_duration_bucket(s.duration_ms)` : sql`0`} as duration_bucket,
            ${tally.ok} as ok, ${tally.failed} as failed, ${tally.cancelled} as cancelled
       from run_steps s ${needsRuns ? sql`join runs r on r.id = s.run_id` : sql``}
      where ${sql.join(conditions, sql` and `)}
      ${groupColumns.length > 0 ? sql`group by ${sql.join(groupColumns, sql`, `)}` : sql``}`;
-  const rows = await selectRows<Row>(db, statement);
-  return rows.map((row) => {
-    if (!durations) return toCell(row, NO_DURATIONS);
-    const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
-    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
-    return toCell(row, histogram);
-  });
 }
 
 /** A rollup of tool calls as the statements read it: its table, its time column, its key. */
@@ -325,13 +331,19 @@ async function rollupCells(
   from: Date,
   to: Date,
 ): Promise<StatsCell[]> {
-  const keys = keyColumns(rollup, query);
   if (query.onlyGroups && readsGroupByGroup(rollup, query))
     return indexedGroupCells(db, rollup, query, query.onlyGroups, from, to);
+  const rows = await selectRows<Row>(db, rollupStatement(rollup, query, from, to));
+  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+}
+
+/** The statement of rollupCells for every group (or `onlyGroups` by condition), named as rawStatement's. */
+function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL {
+  const keys = keyColumns(rollup, query);
   if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
   const conditions = rollupConditions(rollup, query, from, to);
   const histogram = histogramSums(query);
-  const statement = oneRowPerGroup(rollup, {
+  return oneRowPerGroup(rollup, {
     groupBy: query.groupBy,
     singleValued: singleValued(query),
     spec: query.spec,
@@ -357,8 +369,6 @@ async function rollupCells(
          : sql``
      }
     having sum(ok) + sum(failed) + sum(cancelled) > 0`;
-  const rows = await selectRows<Row>(db, statement);
-  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
 }
 
 /**
@@ -475,6 +485,64 @@ export async function outcomeStatsCells(
   if (!only) return cells;
   const keys = new Set(only.map(outcomeGroupKey));
   return cells.filter((cell) => keys.has(outcomeGroupKey(cell)));
+}
+
+/** A ranking by a count (a ranking by key orders names, which the database collates its own way). */
+export interface CountRanking {
+  orderBy: Exclude<OutcomeOrderField, 'key'>;
+  descending: boolean;
+  minCalls: number;
+  first: number;
+}
+
+/**
+ * The groups that can be among the first `first` of a ranking by a count, and
+ * how many groups have calls (and `minCalls`) in all: the counts of every part
+ * of the range summed per group in the database, where thousands of groups
+ * stay, ordered by the domain's value (the same integers, the same division in
+ * float8), and cut after the first `first` with every group tied with the last
+ * (`with ties`), so that the domain's order by key among equals picks the
+ * same groups from these as from all. Totals do not depend on time buckets:
+ * the range is read without them.
+ */
+export async function groupsRankedByCounts(
+  db: Database,
+  query: StatsQuery,
+  ranking: CountRanking,
+): Promise<{ cells: StatsCell[]; groups: number }> {
+  const counted: StatsQuery = { ...query, spec: null, durations: false, onlyGroups: null };
+  const names = (['server', 'tool', 'configuration', 'owner'] as const).filter((field) =>
+    counted.groupBy.includes(field),
+  );
+  const parts = statsSegments(counted).map(({ from, to, source, subtract }) => {
+    const rollup = source === 'raw' ? null : ROLLUPS.get(source);
+    if (rollup === undefined) throw new Error(`no rollup named ${source}`);
+    const statement = rollup ? rollupStatement(rollup, counted, from, to) : rawStatement(counted, from, to);
+    const sign = subtract ? sql.raw('-') : sql``;
+    return sql`select ${sql.raw(names.map((name) => `${name}, `).join(''))}
+                      ${sign}ok as ok, ${sign}failed as failed, ${sign}cancelled as cancelled
+                 from (${statement}) as part`;
+  });
+  if (parts.length === 0) return { cells: [], groups: 0 };
+  const total = sql`sum(ok) + sum(failed) + sum(cancelled)`;
+  const value = {
+    total,
+    failed: sql`sum(failed)`,
+    failureRate: sql`coalesce(sum(failed)::float8 / nullif((sum(ok) + sum(failed))::float8, 0), '-Infinity'::float8)`,
+  }[ranking.orderBy];
+  const keys = names.map((_, i) => sql.raw(String(i + 1)));
+  const rows = await selectRows<Row & { groups: number | string }>(
+    db,
+    sql`select ${sql.raw(names.map((name) => `${name}, `).join(''))}
+               sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled,
+               count(*) over () as groups
+          from (${sql.join(parts, sql` union all `)}) as parts
+         ${keys.length > 0 ? sql`group by ${sql.join(keys, sql`, `)}` : sql``}
+        having ${total} > 0 and ${total} >= ${ranking.minCalls}
+         order by ${value} ${sql.raw(ranking.descending ? 'desc' : 'asc')}
+         fetch first ${sql.raw(String(Math.max(ranking.first, 1)))} rows with ties`,
+  );
+  return { cells: rows.map((row) => toCell(row, NO_DURATIONS)), groups: Number(rows[0]?.groups ?? 0) };
 }
 
 /** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */

@@ -1,11 +1,13 @@
 import type { Database } from '../db/connection.ts';
-import { outcomeStatsCells } from '../db/outcome-stats.ts';
+import { groupsRankedByCounts, outcomeStatsCells, type StatsQuery } from '../db/outcome-stats.ts';
 import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
   type OutcomeDimension,
+  type OutcomeGroupKey,
   type OutcomeOrderField,
   type OutcomeStatsPage,
+  type RankOptions,
   rankGroupKeys,
   summarise,
 } from '../domain/outcome-stats.ts';
@@ -106,8 +108,7 @@ async function groupsInSnapshot(
     const cells = await outcomeStatsCells(db, { ...statsQuery, durations: query.durations });
     return summarise(cells, { ...ranking, spec, range });
   }
-  const counted = await outcomeStatsCells(db, { ...statsQuery, durations: false });
-  const { keys, cut } = rankGroupKeys(counted, ranking);
+  const { keys, cut } = await rankedKeys(db, statsQuery, ranking);
   if (keys.length === 0) return { groups: [], truncated: cut };
   const cells = await outcomeStatsCells(db, {
     ...statsQuery,
@@ -116,6 +117,23 @@ async function groupsInSnapshot(
   });
   // Only the groups returned were read: whether others were left out, the first pass says.
   return { groups: summarise(cells, { ...ranking, spec, range }).groups, truncated: cut };
+}
+
+/**
+ * The first pass: the keys of the groups returned, in order, and whether
+ * others were left out. Ranked by a count, the database sums the groups and
+ * returns the few that can be first; by key, every group's counts come here.
+ */
+async function rankedKeys(
+  db: Database,
+  statsQuery: StatsQuery,
+  ranking: RankOptions,
+): Promise<{ keys: OutcomeGroupKey[]; cut: boolean }> {
+  const { orderBy } = ranking;
+  if (orderBy === 'key')
+    return rankGroupKeys(await outcomeStatsCells(db, { ...statsQuery, durations: false }), ranking);
+  const candidates = await groupsRankedByCounts(db, statsQuery, { ...ranking, orderBy });
+  return { keys: rankGroupKeys(candidates.cells, ranking).keys, cut: candidates.groups > ranking.first };
 }
 
 /** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
