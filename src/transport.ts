@@ -5,7 +5,7 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode } from './graphql/errors.ts';
 
@@ -183,7 +183,10 @@ export function createHttpServer(
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.maxConnections = limits.maxConnections;
   server.maxHeadersCount = limits.maxHeaders;
+  // Connections refused by the parser that linger: the parser fails again on each read, which is dropped.
+  const refused = new WeakSet<Duplex>();
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (refused.has(socket)) return;
     const started = answering.get(socket)?.headersSent ?? false;
     if (error.code !== 'ECONNRESET' && socket.writable && !started) {
       const refusal = refusalFor(error.code);
@@ -194,6 +197,11 @@ export function createHttpServer(
         `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
       );
+      if (socket instanceof Socket) {
+        refused.add(socket);
+        lingeringClose(socket, limits.lingerMs, undefined);
+        return;
+      }
     }
     socket.destroy();
   });

@@ -178,6 +178,23 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
     await healthy();
   });
 
+  it('lets a client that sends on past a malformed request, reading only afterwards, still read its 400', async () => {
+    const before = await written();
+    const connection = await RawConnection.open(server.port);
+    connection.socket.pause();
+    // A request line no parser takes, then 4 MB more while not reading.
+    await connection.write('NOT A REQUEST\r\n\r\n');
+    const garbage = Buffer.alloc(64 * 1024, 'x');
+    while (connection.sent < 4 * MB && !connection.isClosed) await connection.write(garbage);
+    expect(connection.isClosed).toBe(false);
+    connection.socket.resume();
+    expect(await connection.waitClosed(defaultTransportLimits.lingerMs + 5_000)).toBe(true);
+    const answers = connection.answers().map((answer) => [answer.status, ...codesIn(answer.body)]);
+    expect(answers).toEqual([[400, 'BAD_REQUEST']]);
+    expect(await written()).toEqual(before);
+    await healthy();
+  });
+
   it('refuses a request with both Content-Length and chunked framing', async () => {
     const before = await written();
     const connection = await RawConnection.open(server.port);
