@@ -47,6 +47,13 @@ const ROLLUP_COLUMNS: Readonly<Record<OutcomeDimension, SQL>> = {
   configuration: sql`configuration`,
   owner: sql`owner`,
 };
+/** The grouped fields in the order every statement's rows hold them (toCell reads them by name). */
+const ROW_FIELDS = [
+  'server',
+  'tool',
+  'configuration',
+  'owner',
+] as const satisfies readonly OutcomeDimension[];
 /** Each field's property in a group. */
 const GROUP_FIELD = {
   server: 'server',
@@ -54,6 +61,16 @@ const GROUP_FIELD = {
   configuration: 'configuration',
   owner: 'owner',
 } as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
+
+/** Some groups as a relation `k`, a column per field (names stored empty are null in a group). */
+function groupsRecordset(groups: readonly OutcomeGroupKey[], fields: readonly OutcomeDimension[]): SQL {
+  const tuples = JSON.stringify(
+    groups.map((group) =>
+      Object.fromEntries(fields.map((field) => [field, group[GROUP_FIELD[field]] ?? ''])),
+    ),
+  );
+  return sql`json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))})`;
+}
 
 /**
  * The condition that keeps only `onlyGroups` in a rollup's statement: each
@@ -66,21 +83,18 @@ function onlyGroupsSql(query: StatsQuery): SQL[] {
   const groups = query.onlyGroups;
   if (!groups) return [];
   const fields = [...new Set(query.groupBy)];
-  const nameOf = (group: OutcomeGroupKey, field: OutcomeDimension) => group[GROUP_FIELD[field]] ?? '';
   const conditions = fields.map(
     (field) =>
-      inList(ROLLUP_COLUMNS[field], [...new Set(groups.map((group) => nameOf(group, field)))]) ?? sql`false`,
+      inList(ROLLUP_COLUMNS[field], [...new Set(groups.map((group) => group[GROUP_FIELD[field]] ?? ''))]) ??
+      sql`false`,
   );
   if (fields.length < 2) return conditions;
-  const tuples = JSON.stringify(
-    groups.map((group) => Object.fromEntries(fields.map((field) => [field, nameOf(group, field)]))),
-  );
   return [
     ...conditions,
     sql`(${sql.join(
       fields.map((field) => ROLLUP_COLUMNS[field]),
       sql`, `,
-    )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))}))`,
+    )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from ${groupsRecordset(groups, fields)})`,
   ];
 }
 
@@ -227,10 +241,9 @@ function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
     (field) => !rollup.dimensions.includes(field),
   );
   if (missing) throw new Error(`${rollup.table} has no ${missing}`);
-  // The order the statements' rows are read in (toCell): server, tool, configuration, owner.
-  return (['server', 'tool', 'configuration', 'owner'] as const)
-    .filter((field) => query.groupBy.includes(field))
-    .map((field) => sql`${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`);
+  return ROW_FIELDS.filter((field) => query.groupBy.includes(field)).map(
+    (field) => sql`${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`,
+  );
 }
 
 /** A rollup's rows of whole units [from, to) that the query's filters keep (and its `onlyGroups`, unless not). */
@@ -270,16 +283,11 @@ async function indexedGroupCells(
   to: Date,
 ): Promise<StatsCell[]> {
   const fields = rollup.dimensions;
-  const tuples = JSON.stringify(
-    groups.map((group) =>
-      Object.fromEntries(fields.map((field) => [field, group[GROUP_FIELD[field]] ?? ''])),
-    ),
-  );
   const sameGroup = fields.map((field) => sql`${ROLLUP_COLUMNS[field]} = k.${sql.raw(field)}`);
   const bucket = query.spec ? sql`${bucketSql(query.spec, rollup.epochMs)} as bucket,` : sql``;
   const statement = sql`
     select ${sql.raw(fields.map((field) => `k.${field} as ${field}`).join(', '))}, g.*
-      from json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))}),
+      from ${groupsRecordset(groups, fields)},
            lateral (
              select ${bucket} sum(ok)::bigint as ok, sum(failed)::bigint as failed,
                     sum(cancelled)::bigint as cancelled ${histogramSums(query)}
@@ -511,9 +519,7 @@ export async function groupsRankedByCounts(
   ranking: CountRanking,
 ): Promise<{ cells: StatsCell[]; groups: number }> {
   const counted: StatsQuery = { ...query, spec: null, durations: false, onlyGroups: null };
-  const names = (['server', 'tool', 'configuration', 'owner'] as const).filter((field) =>
-    counted.groupBy.includes(field),
-  );
+  const names = ROW_FIELDS.filter((field) => counted.groupBy.includes(field));
   const parts = statsSegments(counted).map(({ from, to, source, subtract }) => {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);
