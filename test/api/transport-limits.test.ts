@@ -112,6 +112,7 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
   });
 
   it('closes a lingering connection whose client neither stops sending nor closes, after the linger time', async () => {
+    const before = await written();
     const lingering = await listen(api.server, { lingerMs: 300 });
     try {
       const connection = await RawConnection.open(lingering.port, { allowHalfOpen: true });
@@ -128,6 +129,7 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
       const lingered = (connection.closedAt ?? Number.NaN) - (connection.answeredAt ?? Number.NaN);
       expect(lingered).toBeGreaterThanOrEqual(250);
       expect(lingered).toBeLessThan(5_000);
+      expect(await written()).toEqual(before);
       await healthy(lingering);
     } finally {
       await lingering.close();
