@@ -2,7 +2,16 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrator.ts';
-import { benchKey, freshDatabase, graphql, quantile, rssMb, startService, table } from './support.ts';
+import {
+  benchKey,
+  freshDatabase,
+  graphql,
+  quantile,
+  rssMb,
+  type Service,
+  startService,
+  table,
+} from './support.ts';
 
 /**
  * A long run's timeline: 5,000 steps (a tool call and its output of 20 KB in
@@ -14,13 +23,17 @@ import { benchKey, freshDatabase, graphql, quantile, rssMb, startService, table 
  */
 const STEPS = Number(process.env.BENCH_TIMELINE_STEPS ?? 5_000);
 const OUTPUT_BYTES = Number(process.env.BENCH_OUTPUT_BYTES ?? 20_000);
+/** The same run again with outputs this small: what the service spends must not depend on them. */
+const SMALL_OUTPUT_BYTES = 200;
 const OTHER_RUNS = Number(process.env.BENCH_OTHER_RUNS ?? 50);
 const REPEATS = Number(process.env.BENCH_REPEATS ?? 25);
 
 // Tool output that does not compress to nothing: hex of hashes, as long as asked.
-const OUTPUT_SQL = `(SELECT string_agg(md5((g * 7919 + k)::text), '') FROM generate_series(1, ${Math.ceil(OUTPUT_BYTES / 32)}) AS k)`;
+const outputSql = (bytes: number) =>
+  `(SELECT string_agg(md5((g * 7919 + k)::text), '') FROM generate_series(1, ${Math.ceil(bytes / 32)}) AS k)`;
 
-async function seedRun(client: pg.Client, uuid: string, steps: number): Promise<void> {
+async function seedRun(client: pg.Client, uuid: string, steps: number, outputBytes: number): Promise<void> {
+  const output = outputSql(outputBytes);
   const {
     rows: [run],
   } = await client.query<{ id: string }>(
@@ -38,10 +51,10 @@ async function seedRun(client: pg.Client, uuid: string, steps: number): Promise<
             CASE WHEN kind = 'tool' THEN g % 11 = 0 END,
             CASE WHEN kind <> 'tool' OR g % 7 = 0 THEN NULL WHEN g % 11 = 0 THEN 'failed' ELSE 'ok' END,
             CASE WHEN kind = 'tool'
-                 THEN jsonb_build_object('arguments', jsonb_build_object('path', '/data/' || g), 'content', ${OUTPUT_SQL}, 'artifacts', '[]'::jsonb)
-                 WHEN kind = 'llm' THEN jsonb_build_object('messages', jsonb_build_array(${OUTPUT_SQL}))
+                 THEN jsonb_build_object('arguments', jsonb_build_object('path', '/data/' || g), 'content', ${output}, 'artifacts', '[]'::jsonb)
+                 WHEN kind = 'llm' THEN jsonb_build_object('messages', jsonb_build_array(${output}))
                  ELSE '{}'::jsonb END,
-            CASE WHEN kind = 'tool' THEN jsonb_build_object('argumentsBytes', 20, 'contentBytes', ${OUTPUT_BYTES}, 'artifactCount', 0)
+            CASE WHEN kind = 'tool' THEN jsonb_build_object('argumentsBytes', 20, 'contentBytes', ${outputBytes}, 'artifactCount', 0)
                  WHEN kind = 'llm' THEN jsonb_build_object('model', 'gpt-bench', 'promptTokens', g, 'completionTokens', 20, 'finishReason', 'stop')
                  WHEN kind = 'tool_write' THEN jsonb_build_object('writeTarget', jsonb_build_object('table', 'notes', 'uid', 'n' || g, 'kind', 'created'))
                  ELSE jsonb_build_object('messageCount', g % 40) END
@@ -51,7 +64,7 @@ async function seedRun(client: pg.Client, uuid: string, steps: number): Promise<
   );
 }
 
-async function seed(url: string): Promise<string> {
+async function seed(url: string): Promise<{ uuid: string; smallOutputs: string }> {
   const handle = await openDatabase({ url });
   await migrate(handle);
   await handle.close();
@@ -59,15 +72,17 @@ async function seed(url: string): Promise<string> {
   await client.connect();
   const started = Date.now();
   // Other runs first, so the measured run's rows are not the only ones in the table.
-  for (let r = 0; r < OTHER_RUNS; r += 1) await seedRun(client, crypto.randomUUID(), 100);
+  for (let r = 0; r < OTHER_RUNS; r += 1) await seedRun(client, crypto.randomUUID(), 100, OUTPUT_BYTES);
   const uuid = crypto.randomUUID();
-  await seedRun(client, uuid, STEPS);
+  await seedRun(client, uuid, STEPS, OUTPUT_BYTES);
+  const smallOutputs = crypto.randomUUID();
+  await seedRun(client, smallOutputs, STEPS, SMALL_OUTPUT_BYTES);
   await client.query('VACUUM ANALYZE');
   console.log(
-    `  seeded a ${STEPS.toLocaleString('en')}-step run (${OUTPUT_BYTES.toLocaleString('en')} B outputs) beside ${OTHER_RUNS} others (${((Date.now() - started) / 1000).toFixed(0)} s)`,
+    `  seeded a ${STEPS.toLocaleString('en')}-step run (${OUTPUT_BYTES.toLocaleString('en')} B outputs), the same with ${SMALL_OUTPUT_BYTES} B outputs, and ${OTHER_RUNS} others (${((Date.now() - started) / 1000).toFixed(0)} s)`,
   );
   await client.end();
-  return uuid;
+  return { uuid, smallOutputs };
 }
 
 async function measure(
@@ -103,10 +118,57 @@ interface Entry {
   detail: string;
 }
 
+/**
+ * The same timeline of runs that differ only in the size of their tool
+ * outputs, read in turn: the service's CPU and memory per timeline must not
+ * follow the outputs it does not return.
+ */
+async function compareOutputSizes(
+  service: Service,
+  key: string,
+  runs: Record<number, string>,
+): Promise<void> {
+  const ROUNDS = 4;
+  const READS = 10;
+  const spent = new Map<number, { cpuMs: number; times: number[]; rssMb: number }>();
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [bytes, uuid] of Object.entries(runs)) {
+      const entry = spent.get(Number(bytes)) ?? { cpuMs: 0, times: [], rssMb: 0 };
+      const cpu = (await service.memory()).cpuMicros;
+      for (let i = 0; i < READS; i += 1) {
+        const started = process.hrtime.bigint();
+        await graphql(service.url, key, TIMELINE, { uuid });
+        entry.times.push(Number(process.hrtime.bigint() - started) / 1e6);
+      }
+      entry.cpuMs += ((await service.memory()).cpuMicros - cpu) / 1000;
+      entry.rssMb = rssMb(service.pid);
+      spent.set(Number(bytes), entry);
+    }
+  }
+  table(
+    [...spent].map(([bytes, { cpuMs, times, rssMb: rss }]) => ({
+      'tool output B': bytes,
+      'API median ms': Number(
+        quantile(
+          times.sort((a, b) => a - b),
+          0.5,
+        ).toFixed(1),
+      ),
+      'service CPU ms per timeline': Number((cpuMs / (ROUNDS * READS)).toFixed(1)),
+      'service RSS MB after its last round': Number(rss.toFixed(0)),
+    })),
+  );
+  const sizes = [...spent.keys()].sort((a, b) => a - b);
+  const cpuOf = (bytes: number | undefined) => spent.get(bytes ?? 0)?.cpuMs ?? Number.NaN;
+  console.log(
+    `  the same ${STEPS} steps with outputs of ${sizes.join(' and ')} B, ${ROUNDS} rounds of ${READS} reads each in turn: service CPU per timeline, largest / smallest outputs, ${(cpuOf(sizes.at(-1)) / cpuOf(sizes[0])).toFixed(2)}`,
+  );
+}
+
 export async function benchTimeline(): Promise<void> {
   console.log(`\n## timeline: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);
   const url = await freshDatabase('runledger_bench_timeline');
-  const uuid = await seed(url);
+  const { uuid, smallOutputs } = await seed(url);
   const key = await benchKey(url);
   const service = await startService(url, {
     nodeArgs: process.env.BENCH_CPU_PROF
@@ -181,6 +243,7 @@ export async function benchTimeline(): Promise<void> {
     console.log(
       `  service RSS: ${rssBefore.toFixed(0)} MB after the checks, ${rssAfter.toFixed(0)} MB after ${REPEATS * 3 + 3 * 5 + 50} more timeline reads (${(rssAfter - rssBefore).toFixed(0)} MB)`,
     );
+    await compareOutputSizes(service, key, { [OUTPUT_BYTES]: uuid, [SMALL_OUTPUT_BYTES]: smallOutputs });
   } finally {
     await pool.end();
     await service.stop();
