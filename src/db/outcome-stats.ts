@@ -345,6 +345,15 @@ async function rollupCells(
   return rows.map((row) => toCell(row, histogramOf(row.histogram)));
 }
 
+/** A rollup's rows of [from, to) with calls, as they are: their key fields as the query names them, counts, histogram if asked. */
+function rollupRows(rollup: Rollup, query: StatsQuery, keys: SQL[], conditions: SQL[]): SQL {
+  return sql`
+    select ${sql.join([...keys, sql``], sql`, `)} ok, failed, cancelled
+           ${(query.durations ?? true) ? sql`, to_json(durations) as histogram` : sql``}
+      from ${sql.raw(rollup.table)}
+     where ${sql.join([...conditions, sql`ok + failed + cancelled > 0`], sql` and `)}`;
+}
+
 /** The statement of rollupCells for every group (or `onlyGroups` by condition), named as rawStatement's. */
 function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL {
   const keys = keyColumns(rollup, query);
@@ -357,11 +366,7 @@ function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date
     spec: query.spec,
   })
     ? // Each row is a group already: read it as it is, no sum over rows.
-      sql`
-    select ${sql.join([...keys, sql``], sql`, `)} ok, failed, cancelled
-           ${(query.durations ?? true) ? sql`, to_json(durations) as histogram` : sql``}
-      from ${sql.raw(rollup.table)}
-     where ${sql.join([...conditions, sql`ok + failed + cancelled > 0`], sql` and `)}`
+      rollupRows(rollup, query, keys, conditions)
     : sql`
     select ${sql.join([...keys, sql``], sql`, `)}
            sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
@@ -523,7 +528,10 @@ export async function groupsRankedByCounts(
   const parts = statsSegments(counted).map(({ from, to, source, subtract }) => {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);
-    const statement = rollup ? rollupStatement(rollup, counted, from, to) : rawStatement(counted, from, to);
+    // A rollup's rows as they are, summed once with the rest: summing each part first cost a third more.
+    const statement = rollup
+      ? rollupRows(rollup, counted, keyColumns(rollup, counted), rollupConditions(rollup, counted, from, to))
+      : rawStatement(counted, from, to);
     const sign = subtract ? sql.raw('-') : sql``;
     return sql`select ${sql.raw(names.map((name) => `${name}, `).join(''))}
                       ${sign}ok as ok, ${sign}failed as failed, ${sign}cancelled as cancelled
