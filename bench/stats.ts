@@ -268,7 +268,38 @@ const CASES: Case[] = [
     server: false,
     large: false,
   },
+  // Every other grouping over the default dashboard range: the 15 combinations in all.
+  ...(
+    [
+      ['TOOL'],
+      ['OWNER'],
+      ['SERVER', 'TOOL'],
+      ['OWNER', 'CONFIGURATION'],
+      ['OWNER', 'TOOL'],
+      ['CONFIGURATION', 'TOOL'],
+      ['OWNER', 'CONFIGURATION', 'SERVER'],
+      ['OWNER', 'SERVER', 'TOOL'],
+      ['CONFIGURATION', 'SERVER', 'TOOL'],
+      ['OWNER', 'CONFIGURATION', 'TOOL'],
+      ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL'],
+    ] satisfies Dimension[][]
+  ).map(
+    (groupBy): Case => ({
+      name: `${groupBy.map((field) => field.toLowerCase()).join(' x ')}, 90 days`,
+      groupBy,
+      bucket: null,
+      offset: 0,
+      days: 90,
+      restricted: false,
+      server: false,
+      large: false,
+    }),
+  ),
 ];
+
+/** BENCH_CASES=a,b: only the cases whose name contains one of these. */
+const CASE_FILTER = process.env.BENCH_CASES?.split(',').map((part) => part.trim());
+const chosen = (c: Case) => !CASE_FILTER || CASE_FILTER.some((part) => c.name.includes(part));
 
 const FIELD: Record<Dimension, string> = {
   SERVER: 's.server',
@@ -428,7 +459,7 @@ async function benchShape(shape: Shape): Promise<void> {
     })();
     const rows: Array<Record<string, string | number>> = [];
     for (const c of CASES) {
-      if (TEN_MILLION && !c.large) continue;
+      if ((TEN_MILLION && !c.large) || !chosen(c)) continue;
       const from = new Date(end.getTime() - c.days * 86_400_000).toISOString();
       // The API is asked as a dashboard asks, up to now (no occurredBefore); the plain query up to a
       // day from now: the same calls, as none lie after the data set's end.
