@@ -62,14 +62,22 @@ const GROUP_FIELD = {
   owner: 'owner',
 } as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
 
-/** Some groups as a relation `k`, a column per field (names stored empty are null in a group). */
-function groupsRecordset(groups: readonly OutcomeGroupKey[], fields: readonly OutcomeDimension[]): SQL {
-  const tuples = JSON.stringify(
-    groups.map((group) =>
-      Object.fromEntries(fields.map((field) => [field, group[GROUP_FIELD[field]] ?? ''])),
-    ),
+/** Text values as a PostgreSQL array literal, each quoted (names may hold commas, quotes, braces). */
+function textArrayLiteral(values: readonly string[]): string {
+  return `{${values.map((value) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+}
+
+/**
+ * Some groups as a relation `k`, a column per field (names stored empty are
+ * null in a group): parallel arrays unnested, whose length the planner reads,
+ * so it joins 500 groups by hash. From JSON it counted 100 rows and sorted
+ * every row of the rollup to merge them with the groups (700 ms, not 200).
+ */
+function groupsRelation(groups: readonly OutcomeGroupKey[], fields: readonly OutcomeDimension[]): SQL {
+  const columns = fields.map(
+    (field) => sql`${textArrayLiteral(groups.map((group) => group[GROUP_FIELD[field]] ?? ''))}::text[]`,
   );
-  return sql`json_to_recordset(${tuples}::json) as k(${sql.raw(fields.map((field) => `${field} text`).join(', '))})`;
+  return sql`unnest(${sql.join(columns, sql`, `)}) as k(${sql.raw(fields.join(', '))})`;
 }
 
 /**
@@ -94,7 +102,7 @@ function onlyGroupsSql(query: StatsQuery): SQL[] {
     sql`(${sql.join(
       fields.map((field) => ROLLUP_COLUMNS[field]),
       sql`, `,
-    )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from ${groupsRecordset(groups, fields)})`,
+    )}) in (select ${sql.raw(fields.map((field) => `k.${field}`).join(', '))} from ${groupsRelation(groups, fields)})`,
   ];
 }
 
@@ -287,7 +295,7 @@ async function indexedGroupCells(
   const bucket = query.spec ? sql`${bucketSql(query.spec, rollup.epochMs)} as bucket,` : sql``;
   const statement = sql`
     select ${sql.raw(fields.map((field) => `k.${field} as ${field}`).join(', '))}, g.*
-      from ${groupsRecordset(groups, fields)},
+      from ${groupsRelation(groups, fields)},
            lateral (
              select ${bucket} sum(ok)::bigint as ok, sum(failed)::bigint as failed,
                     sum(cancelled)::bigint as cancelled ${histogramSums(query)}

@@ -469,6 +469,38 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         }
   });
 
+  it('names groups whose names hold quotes, backslashes, commas, braces or the word NULL, and reads each whole', async () => {
+    const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    const servers = ['say "hi"', 'back\\slash', 'a,b', '{braces}', 'NULL', ' spaced ', 'Käse'];
+    await api.db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}, 300000 + n, 'tool', ${new Date(BASE + 2 * DAY).toISOString()}::timestamptz + n * interval '1 minute',
+                 'search', (array[${sql.join(
+                   servers.map((server) => sql`${server}`),
+                   sql`, `,
+                 )}]::text[])[1 + n % ${servers.length}], 100 * n, false, 'ok'
+            from generate_series(1, ${servers.length * 3}) as n`,
+    );
+    const keyOf = (g: Group) => [g.server, g.toolName, g.configuration, g.owner].join('/');
+    const range = { from: new Date(from - 10 * DAY), to: new Date(to + 12 * DAY) };
+    for (const groupBy of [
+      ['owner', 'server'],
+      ['server', 'tool'],
+    ] as const)
+      for (const spec of [null, bucketSpec('week', 0)]) {
+        const query: StatsQuery = { groupBy, range, spec };
+        const options = { spec, range, orderBy: 'key' as const, descending: false, minCalls: 1, first: 500 };
+        const all = summarise(await outcomeStatsCells(api.db, query, 'raw'), options).groups;
+        const named = all.filter((group) => servers.includes(group.server ?? ''));
+        expect(new Set(named.map((group) => group.server))).toEqual(new Set(servers));
+        const onlyGroups = named.filter(
+          (group, i) => named.findIndex((g) => keyOf(g) === keyOf(group)) === i,
+        );
+        const only = summarise(await outcomeStatsCells(api.db, { ...query, onlyGroups }, 'auto'), options);
+        expect(only.groups).toEqual(named);
+      }
+  });
+
   it('gives the same answer from the rollups as from run_steps, for every grouping, bucket, offset and actor, also after updates and deletes', async () => {
     const db = api.db;
     const groupings = [
