@@ -1,5 +1,10 @@
 import type { Database } from '../db/connection.ts';
-import { groupsRankedByCounts, outcomeStatsCells, type StatsQuery } from '../db/outcome-stats.ts';
+import {
+  groupsRankedByCounts,
+  inStatsSnapshot,
+  outcomeStatsCells,
+  type StatsQuery,
+} from '../db/outcome-stats.ts';
 import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
@@ -76,10 +81,8 @@ async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<Out
   if (owners?.length === 0) return { groups: [], truncated: false };
   // One snapshot for every statement: a part of the range taken away from a whole unit, and the
   // second pass, see exactly the calls the others see, whatever commits meanwhile.
-  return db.transaction((tx) => groupsInSnapshot(tx, owners, query), READ_ONE_SNAPSHOT);
+  return inStatsSnapshot(db, (tx) => groupsInSnapshot(tx, owners, query));
 }
-
-const READ_ONE_SNAPSHOT = { isolationLevel: 'repeatable read', accessMode: 'read only' } as const;
 
 async function groupsInSnapshot(
   db: Database,

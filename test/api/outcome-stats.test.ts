@@ -2,8 +2,14 @@ import { eq, sql } from 'drizzle-orm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
-import type { Database } from '../../src/db/connection.ts';
-import { outcomeStatsCells, type StatsQuery, statsSegments } from '../../src/db/outcome-stats.ts';
+import { type Database, selectRows } from '../../src/db/connection.ts';
+import {
+  inStatsSnapshot,
+  outcomeStatsCells,
+  STATS_WORK_MEM,
+  type StatsQuery,
+  statsSegments,
+} from '../../src/db/outcome-stats.ts';
 import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
 import { summarise } from '../../src/domain/outcome-stats.ts';
@@ -682,6 +688,33 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   });
 });
 
+// Outside any transaction of a test's own, where the snapshot is a transaction and not a savepoint.
+describe.each(backendNames)('the statistics snapshot (%s)', (backend) => {
+  let database: TestDatabase;
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+  });
+  afterAll(async () => database?.dispose());
+
+  it('reads in a read-only snapshot with the statistics work memory, which ends with it', async () => {
+    const settings = (db: Database) =>
+      selectRows<{ work_mem: string; isolation: string }>(
+        db,
+        sql`select current_setting('work_mem') as work_mem, current_setting('transaction_isolation') as isolation`,
+      );
+    const [before] = await settings(database.handle.db);
+    expect(before?.work_mem).not.toBe(STATS_WORK_MEM);
+    expect(await inStatsSnapshot(database.handle.db, settings)).toEqual([
+      { work_mem: STATS_WORK_MEM, isolation: 'repeatable read' },
+    ]);
+    expect(await settings(database.handle.db)).toEqual([before]);
+    const write = inStatsSnapshot(database.handle.db, (tx) =>
+      tx.execute(sql`update runs set configuration = configuration`),
+    );
+    await expect(write).rejects.toMatchObject({ cause: { code: '25006' } });
+  });
+});
+
 // Writes that commit while a request reads need committed data and a second connection: PostgreSQL, a database of its own.
 describe.each(backendNames.filter((name) => name === 'postgres'))(
   'tool outcome statistics under concurrent writes (%s)',
@@ -723,13 +756,14 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
         ['serverHourly', true],
         ['serverDaily', false],
       ]);
-      // After the request's first statement, another connection commits three calls in the hours taken away.
+      // After the request's first part (its first statement sets the snapshot's work memory), another
+      // connection commits three calls in the hours taken away.
       const writer = new pg.Client({ connectionString: database.url });
       await writer.connect();
       let statements = 0;
       const writeAfterFirst = async () => {
         statements += 1;
-        if (statements !== 1) return;
+        if (statements !== 2) return;
         await writer.query(`INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
           SELECT (SELECT id FROM runs WHERE configuration = 'snap'), 100 + g, 'tool', timestamptz '${day} 02:10Z', 10, 'read', 'fs', false, 'ok'
             FROM generate_series(1, 3) AS g`);
@@ -756,7 +790,7 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
       });
       try {
         const answer = await ask(watched);
-        expect(statements).toBe(2);
+        expect(statements).toBe(3);
         // The three calls lie outside the range: counted in the whole day by a later snapshot, never taken away.
         expect(answer.groups.map((g) => g.counts.total)).toEqual([expected]);
         expect((await ask(database.handle.db)).groups.map((g) => g.counts.total)).toEqual([expected]);
