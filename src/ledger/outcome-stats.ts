@@ -136,7 +136,7 @@ async function rankedKeys(
   if (orderBy === 'key')
     return rankGroupKeys(await outcomeStatsCells(db, { ...statsQuery, durations: false }), ranking);
   const candidates = await groupsRankedByCounts(db, statsQuery, { ...ranking, orderBy });
-  return { keys: rankGroupKeys(candidates.cells, ranking).keys, cut: candidates.groups > ranking.first };
+  return { keys: rankGroupKeys(candidates.cells, ranking).keys, cut: candidates.more };
 }
 
 /** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
