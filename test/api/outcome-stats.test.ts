@@ -172,6 +172,17 @@ interface Group {
   p95DurationMs: number | null;
 }
 
+/** A group's fields as one key (its bucket aside). */
+const keyOf = (g: Pick<Group, 'server' | 'toolName' | 'configuration' | 'owner'>) =>
+  [g.server, g.toolName, g.configuration, g.owner].join('/');
+
+/** Each group once, as `onlyGroups` names them (a group comes once per bucket). */
+function oneOfEach<G extends Pick<Group, 'server' | 'toolName' | 'configuration' | 'owner'>>(
+  groups: G[],
+): G[] {
+  return groups.filter((group, i) => groups.findIndex((g) => keyOf(g) === keyOf(group)) === i);
+}
+
 describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   let api: TestApi;
   const calls = buildCalls();
@@ -389,7 +400,6 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
                  'search', null, 700, true, 'failed'
             from generate_series(1, 40) as n`,
     );
-    const keyOf = (g: Group) => [g.server, g.toolName, g.configuration, g.owner].join('/');
     const cases = [
       { groupBy: ['SERVER', 'TOOL'], bucket: null },
       { groupBy: ['OWNER', 'SERVER'], bucket: 'DAY' },
@@ -462,9 +472,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
           const namedKeys = new Set(keys.filter((key, i) => i % 2 === 0 || key.startsWith('/')));
           const named = all.filter((group) => namedKeys.has(keyOf(group)));
           expect(named.length).toBeLessThan(all.length);
-          const onlyGroups = named.filter(
-            (group, i) => named.findIndex((g) => keyOf(g) === keyOf(group)) === i,
-          );
+          const onlyGroups = oneOfEach(named);
           for (const strategy of ['auto', 'raw'] as const) {
             const only = summarise(
               await outcomeStatsCells(api.db, { ...query, onlyGroups }, strategy),
@@ -487,7 +495,6 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
                  )}]::text[])[1 + n % ${servers.length}], 100 * n, false, 'ok'
             from generate_series(1, ${servers.length * 3}) as n`,
     );
-    const keyOf = (g: Group) => [g.server, g.toolName, g.configuration, g.owner].join('/');
     const range = { from: new Date(from - 10 * DAY), to: new Date(to + 12 * DAY) };
     for (const groupBy of [
       ['owner', 'server'],
@@ -499,9 +506,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         const all = summarise(await outcomeStatsCells(api.db, query, 'raw'), options).groups;
         const named = all.filter((group) => servers.includes(group.server ?? ''));
         expect(new Set(named.map((group) => group.server))).toEqual(new Set(servers));
-        const onlyGroups = named.filter(
-          (group, i) => named.findIndex((g) => keyOf(g) === keyOf(group)) === i,
-        );
+        const onlyGroups = oneOfEach(named);
         const only = summarise(await outcomeStatsCells(api.db, { ...query, onlyGroups }, 'auto'), options);
         expect(only.groups).toEqual(named);
       }
