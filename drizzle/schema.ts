@@ -11,6 +11,7 @@ import {
   numeric,
   pgTable,
   primaryKey,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -156,13 +157,27 @@ const durationsColumn = () =>
     .notNull()
     .default(sql.raw(`array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}])`));
 
-/** What every rollup row counts: calls by outcome and the duration histogram. */
-const outcomeCountColumns = () => ({
+/** Calls by outcome, which every rollup row counts. */
+const callCountColumns = () => ({
   ok: bigint('ok', { mode: 'number' }).notNull().default(0),
   failed: bigint('failed', { mode: 'number' }).notNull().default(0),
   cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
-  durations: durationsColumn(),
 });
+
+/** What a rollup row counts: calls by outcome and the duration histogram. */
+const outcomeCountColumns = () => ({ ...callCountColumns(), durations: durationsColumn() });
+
+/**
+ * The histogram of a rollup keyed by all four fields, in a table beside it
+ * (migrations/0023): a row per key and duration bucket with calls.
+ */
+const durationBucketColumns = () => ({
+  durationBucket: smallint('duration_bucket').notNull(),
+  calls: bigint('calls', { mode: 'number' }).notNull().default(0),
+});
+
+const durationBucketRange = (name: string, bucket: AnyPgColumn) =>
+  check(name, sql`${bucket} between 0 and ${sql.raw(String(DURATION_BUCKETS - 1))}`);
 
 const durationsShape = (name: string, durations: AnyPgColumn) =>
   check(
@@ -187,7 +202,7 @@ export const toolOutcomeOwnerDaily = pgTable(
     configuration: text('configuration').notNull(),
     server: text('server').notNull(),
     toolName: text('tool_name').notNull(),
-    ...outcomeCountColumns(),
+    ...callCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -195,7 +210,27 @@ export const toolOutcomeOwnerDaily = pgTable(
       columns: [t.day, t.owner, t.configuration, t.server, t.toolName],
     }),
     index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
-    durationsShape('tool_outcome_owner_daily_durations_shape', t.durations),
+  ],
+);
+
+/** The duration histograms of toolOutcomeOwnerDaily (migrations/0023). */
+export const toolOutcomeOwnerDailyDurations = pgTable(
+  'tool_outcome_owner_daily_durations',
+  {
+    day: date('day', { mode: 'string' }).notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...durationBucketColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_daily_durations_pkey',
+      columns: [t.day, t.owner, t.configuration, t.server, t.toolName, t.durationBucket],
+    }),
+    index('tool_outcome_owner_daily_durations_owner_idx').on(t.owner, t.day),
+    durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),
   ],
 );
 
@@ -208,7 +243,7 @@ export const toolOutcomeHourly = pgTable(
     configuration: text('configuration').notNull(),
     server: text('server').notNull(),
     toolName: text('tool_name').notNull(),
-    ...outcomeCountColumns(),
+    ...callCountColumns(),
   },
   (t) => [
     primaryKey({
@@ -216,7 +251,27 @@ export const toolOutcomeHourly = pgTable(
       columns: [t.hour, t.owner, t.configuration, t.server, t.toolName],
     }),
     index('tool_outcome_hourly_owner_idx').on(t.owner, t.hour),
-    durationsShape('tool_outcome_hourly_durations_shape', t.durations),
+  ],
+);
+
+/** The duration histograms of toolOutcomeHourly (migrations/0023). */
+export const toolOutcomeHourlyDurations = pgTable(
+  'tool_outcome_hourly_durations',
+  {
+    hour: timestamp('hour', { withTimezone: true }).notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...durationBucketColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_hourly_durations_pkey',
+      columns: [t.hour, t.owner, t.configuration, t.server, t.toolName, t.durationBucket],
+    }),
+    index('tool_outcome_hourly_durations_owner_idx').on(t.owner, t.hour),
+    durationBucketRange('tool_outcome_hourly_durations_bucket', t.durationBucket),
   ],
 );
 

@@ -196,6 +196,8 @@ function rawStatement(query: StatsQuery, from: Date, to: Date): SQL {
 /** A rollup of tool calls as the statements read it: its table, its time column, its key. */
 interface Rollup extends RollupDefinition {
   table: string;
+  /** Where its histograms are, when not in its rows: a table of calls per key and duration bucket. */
+  durationsTable: string | null;
   since: (at: Date) => SQL;
   until: (at: Date) => SQL;
   epochMs: SQL;
@@ -237,10 +239,25 @@ const TABLES: Readonly<Record<RollupName, string>> = {
 };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;
 
+/**
+ * The rollups keyed by all four fields keep their histograms beside them
+ * (migration 0023), a row per key, unit and duration bucket with calls: they
+ * hold about a row per call or two, whose 65 counts were one or two not zero.
+ */
+const DURATIONS_TABLES: Partial<Readonly<Record<RollupName, string>>> = {
+  everyKeyDaily: 'tool_outcome_owner_daily_durations',
+  everyKeyHourly: 'tool_outcome_hourly_durations',
+};
+
 const ROLLUPS = new Map<RollupName, Rollup>(
   OUTCOME_ROLLUPS.map((rollup) => [
     rollup.name,
-    { ...rollup, table: TABLES[rollup.name], ...TIME_COLUMNS[rollup.grain] },
+    {
+      ...rollup,
+      table: TABLES[rollup.name],
+      durationsTable: DURATIONS_TABLES[rollup.name] ?? null,
+      ...TIME_COLUMNS[rollup.grain],
+    },
   ]),
 );
 
@@ -350,8 +367,49 @@ async function rollupCells(
 ): Promise<StatsCell[]> {
   if (query.onlyGroups && readsGroupByGroup(rollup, query))
     return indexedGroupCells(db, rollup, query, query.onlyGroups, from, to);
+  if (rollup.durationsTable && (query.durations ?? true)) {
+    const counts = await rollupCells(db, rollup, { ...query, durations: false }, from, to);
+    const keys = keyColumns(rollup, query);
+    if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
+    const durations = await durationRows(
+      db,
+      rollup.durationsTable,
+      keys,
+      rollupConditions(rollup, query, from, to),
+    );
+    return [...counts, ...durations.map(durationCell)];
+  }
   const rows = await selectRows<Row>(db, rollupStatement(rollup, query, from, to));
   return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+}
+
+/** A durations table's row summed: the key's fields as named, and the calls of one duration bucket. */
+type DurationRow = Row & { calls: number | string | bigint; moved_from?: string | number };
+
+/**
+ * The calls of a durations table's rows that the conditions keep, per key (its
+ * expressions named as the fields, `bucket`, ...) and duration bucket.
+ */
+function durationRows(db: Database, table: string, keys: SQL[], conditions: SQL[]): Promise<DurationRow[]> {
+  return selectRows<DurationRow>(
+    db,
+    sql`
+    select ${sql.join([...keys, sql``], sql`, `)} duration_bucket, sum(calls)::bigint as calls
+      from ${sql.raw(table)}
+     where ${sql.join(conditions, sql` and `)}
+     group by ${sql.join(
+       [...keys, sql``].map((_, i) => sql.raw(String(i + 1))),
+       sql`, `,
+     )}
+    having sum(calls) <> 0`,
+  );
+}
+
+/** A cell with no counts and a row's calls in its histogram, which summing adds to the counts of the same key. */
+function durationCell(row: DurationRow): StatsCell {
+  const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
+  histogram[row.duration_bucket ?? 0] = Number(row.calls);
+  return toCell({ ...row, ok: 0, failed: 0, cancelled: 0 }, histogram);
 }
 
 /** A rollup's rows of [from, to) with calls, as they are: their key fields as the query names them, counts, histogram if asked. */
@@ -365,6 +423,8 @@ function rollupRows(rollup: Rollup, query: StatsQuery, keys: SQL[], conditions: 
 
 /** The statement of rollupCells for every group (or `onlyGroups` by condition), named as rawStatement's. */
 function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL {
+  if (rollup.durationsTable && (query.durations ?? true))
+    throw new Error(`${rollup.table} keeps its histograms in ${rollup.durationsTable}`);
   const keys = keyColumns(rollup, query);
   if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
   const conditions = rollupConditions(rollup, query, from, to);
@@ -411,28 +471,37 @@ async function movedCells(
   if (!spec) throw new Error('rows are moved between buckets only');
   const parts = movedParts({ from, to }, grain, spec);
   if (parts.length === 0) return [];
-  const keys = keyColumns(rollup, query);
+  const keys = [
+    ...keyColumns(rollup, query),
+    sql`${bucketSql(spec, rollup.epochMs)} as bucket`,
+    sql`${bucketSql(spec, unitStartSql(rollup.epochMs, grain))} as moved_from`,
+  ];
   // Only the rows of the parts, each part a range of the rollup's index on time.
   const inParts = sql`(${sql.join(
     parts.map((part) => sql`(${rollup.since(part.from)} and ${rollup.until(part.to)})`),
     sql` or `,
   )})`;
+  const conditions = [...rollupConditions(rollup, query, from, to), inParts];
+  const moved = (cell: StatsCell, row: { moved_from?: string | number }) => [
+    cell,
+    negated({ ...cell, bucket: Number(row.moved_from) }),
+  ];
+  const withDurations = query.durations ?? true;
   const statement = sql`
-    select ${sql.join([...keys, sql``], sql`, `)} ${bucketSql(spec, rollup.epochMs)} as bucket,
-           ${bucketSql(spec, unitStartSql(rollup.epochMs, grain))} as moved_from,
+    select ${sql.join([...keys, sql``], sql`, `)}
            sum(ok)::bigint as ok, sum(failed)::bigint as failed, sum(cancelled)::bigint as cancelled
-           ${histogramSums(query)}
+           ${rollup.durationsTable ? sql`` : histogramSums(query)}
       from ${sql.raw(rollup.table)}
-     where ${sql.join([...rollupConditions(rollup, query, from, to), inParts], sql` and `)}
+     where ${sql.join(conditions, sql` and `)}
      group by ${sql.join(
-       [...keys, sql``, sql``].map((_, i) => sql.raw(String(i + 1))),
+       keys.map((_, i) => sql.raw(String(i + 1))),
        sql`, `,
      )}`;
   const rows = await selectRows<Row & { moved_from: string | number }>(db, statement);
-  return rows.flatMap((row) => {
-    const cell = toCell(row, histogramOf(row.histogram));
-    return [cell, negated({ ...cell, bucket: Number(row.moved_from) })];
-  });
+  const cells = rows.flatMap((row) => moved(toCell(row, histogramOf(row.histogram)), row));
+  if (!rollup.durationsTable || !withDurations) return cells;
+  const durations = await durationRows(db, rollup.durationsTable, keys, conditions);
+  return [...cells, ...durations.flatMap((row) => moved(durationCell(row), row))];
 }
 
 /**

@@ -10,12 +10,14 @@ import {
   toolOutcomeConfigurationServerWeekly,
   toolOutcomeDaily,
   toolOutcomeHourly,
+  toolOutcomeHourlyDurations,
   toolOutcomeOwnerConfigurationDaily,
   toolOutcomeOwnerConfigurationHourly,
   toolOutcomeOwnerConfigurationServerDaily,
   toolOutcomeOwnerConfigurationServerWeekly,
   toolOutcomeOwnerConfigurationWeekly,
   toolOutcomeOwnerDaily,
+  toolOutcomeOwnerDailyDurations,
   toolOutcomeOwnerServerWeekly,
   toolOutcomeOwnerToolDaily,
   toolOutcomeOwnerWeekly,
@@ -204,6 +206,17 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       ],
       callEvery: '197 minutes',
     },
+    // The histograms of the rollups keyed by all four fields, moved from arrays to rows.
+    {
+      version: 23,
+      tables: [
+        'tool_outcome_owner_daily',
+        'tool_outcome_owner_daily_durations',
+        'tool_outcome_hourly',
+        'tool_outcome_hourly_durations',
+      ],
+      callEvery: '37 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -213,7 +226,9 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
           const all: Record<string, unknown[]> = {};
           for (const table of tables)
             all[table] = await session.query(
-              `SELECT to_jsonb(t) AS row FROM ${table} t WHERE ok + failed + cancelled > 0 ORDER BY to_jsonb(t)::text`,
+              `SELECT to_jsonb(t) AS row FROM ${table} t
+                WHERE ${table.endsWith('_durations') ? 'calls <> 0' : 'ok + failed + cancelled > 0'}
+                ORDER BY to_jsonb(t)::text`,
             );
           return all;
         });
@@ -267,7 +282,9 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         stepRequests,
         toolOutcomeDaily,
         toolOutcomeOwnerDaily,
+        toolOutcomeOwnerDailyDurations,
         toolOutcomeHourly,
+        toolOutcomeHourlyDurations,
         toolOutcomeServerDaily,
         toolOutcomeOwnerConfigurationDaily,
         toolOutcomeOwnerToolDaily,
@@ -294,7 +311,9 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'step_requests',
         'tool_outcome_daily',
         'tool_outcome_owner_daily',
+        'tool_outcome_owner_daily_durations',
         'tool_outcome_hourly',
+        'tool_outcome_hourly_durations',
         'tool_outcome_server_daily',
         'tool_outcome_owner_configuration_daily',
         'tool_outcome_owner_tool_daily',

@@ -62,10 +62,13 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     table: string,
     time: keyof typeof TIME_KEYS,
     columns: ReadonlyArray<'owner' | 'configuration' | 'server' | 'tool_name'>,
+    /** The table of its histograms, a row per key and duration bucket, when they are not in its rows. */
+    durations: string | null = null,
   ) => ({
     table,
     time,
     columns,
+    durations,
     key: [TIME_KEYS[time].sql, ...columns].join(` || ' ' || `),
     of: (step: StepWithRun) =>
       [
@@ -83,8 +86,18 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   });
   const ROLLUPS = [
     rollupOf('tool_outcome_daily', 'day', ['server', 'tool_name']),
-    rollupOf('tool_outcome_owner_daily', 'day', ['owner', 'configuration', 'server', 'tool_name']),
-    rollupOf('tool_outcome_hourly', 'hour', ['owner', 'configuration', 'server', 'tool_name']),
+    rollupOf(
+      'tool_outcome_owner_daily',
+      'day',
+      ['owner', 'configuration', 'server', 'tool_name'],
+      'tool_outcome_owner_daily_durations',
+    ),
+    rollupOf(
+      'tool_outcome_hourly',
+      'hour',
+      ['owner', 'configuration', 'server', 'tool_name'],
+      'tool_outcome_hourly_durations',
+    ),
     rollupOf('tool_outcome_server_daily', 'day', ['server']),
     rollupOf('tool_outcome_owner_configuration_daily', 'day', ['owner', 'configuration']),
     rollupOf('tool_outcome_owner_tool_daily', 'day', ['owner', 'tool_name']),
@@ -100,19 +113,32 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
   /** Every row of a rollup that counts something, as its key -> counts and histogram. */
-  const rollup = async ({ table, key }: (typeof ROLLUPS)[number]) => {
+  const rollup = async ({ table, key, durations }: (typeof ROLLUPS)[number]) => {
     const rows = await database.handle.withSession((s) =>
       s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
         `SELECT ${key} AS key, ok::text AS ok, failed::text AS failed,
-                cancelled::text AS cancelled, durations::text[] AS durations
+                cancelled::text AS cancelled, ${durations ? `'{}'::text[]` : 'durations::text[]'} AS durations
            FROM ${table}`,
       ),
     );
-    return new Map(
-      rows
-        .map((r) => [r.key, [r.ok, r.failed, r.cancelled, ...r.durations].map(Number)] as const)
-        .filter(([, counts]) => counts.some((count) => count !== 0)),
+    const counted = new Map(
+      rows.map((r) => [r.key, [r.ok, r.failed, r.cancelled, ...r.durations].map(Number)] as const),
     );
+    if (durations) {
+      // Its histograms from their own table; a key found only there is a row of its own.
+      for (const row of counted.values()) row.push(...new Array<number>(DURATION_BUCKETS).fill(0));
+      const buckets = await database.handle.withSession((s) =>
+        s.query<{ key: string; bucket: number; calls: string }>(
+          `SELECT ${key} AS key, duration_bucket AS bucket, calls::text AS calls FROM ${durations}`,
+        ),
+      );
+      for (const { key: rowKey, bucket, calls } of buckets) {
+        const row = counted.get(rowKey) ?? new Array<number>(3 + DURATION_BUCKETS).fill(0);
+        row[3 + bucket] = (row[3 + bucket] ?? 0) + Number(calls);
+        counted.set(rowKey, row);
+      }
+    }
+    return new Map([...counted].filter(([, counts]) => counts.some((count) => count !== 0)));
   };
   /** The same, counted here from run_steps and runs by the TypeScript twins of the SQL rules. */
   const recount = async ({ of }: (typeof ROLLUPS)[number]) => {
@@ -268,6 +294,31 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       expect(String((refusal as Error).message)).toContain('tool_outcome_daily_durations_shape');
     }
     expect(await rollup(ROLLUPS[0])).toEqual(before);
+  });
+
+  it('keeps a histogram row only for a duration bucket the domain has, writing nothing else', async () => {
+    const split = ROLLUPS.filter((each) => each.durations !== null);
+    expect(split.length).toBe(2);
+    for (const { durations, time } of split) {
+      const at = time === 'day' ? `'2026-06-01'` : `'2026-06-01 10:00Z'`;
+      const insert = (bucket: number) =>
+        exec(`INSERT INTO ${durations} (${time}, owner, configuration, server, tool_name, duration_bucket, calls)
+              VALUES (${at}, 'o', 'c', 's', 't', ${bucket}, 1)`);
+      const count = () =>
+        database.handle.withSession((s) =>
+          s.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${durations}`),
+        );
+      const before = await count();
+      for (const outside of [-1, DURATION_BUCKETS]) {
+        const refusal = await insert(outside).catch((error: unknown) => error);
+        expect([durations, (refusal as { code?: string }).code]).toEqual([durations, '23514']);
+        expect(String((refusal as Error).message)).toContain(`${durations}_bucket`);
+      }
+      expect(await count()).toEqual(before);
+      await insert(0);
+      await insert(DURATION_BUCKETS - 1);
+      expect(await count()).toEqual([{ n: (before[0]?.n ?? 0) + 2 }]);
+    }
   });
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
