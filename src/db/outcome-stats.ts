@@ -38,6 +38,12 @@ export interface StatsQuery {
   now?: Date;
   /** Only these groups (their fields grouped by), as ranked by counts alone; null: every group. */
   onlyGroups?: readonly OutcomeGroupKey[] | null;
+  /**
+   * Only the histograms are wanted, as the caller has counted the groups over
+   * the same range: every cell's counts are zero, and a rollup that keeps its
+   * histograms beside it reads only those.
+   */
+  histogramsOnly?: boolean;
 }
 
 /** Each field's column in the rollups (every rollup names the fields it holds alike). */
@@ -124,7 +130,15 @@ interface Row {
   histogram?: Array<number | string | bigint>;
 }
 
-function toCell(row: Row, histogram: readonly number[]): StatsCell {
+function toCell(
+  row: Row,
+  histogram: readonly number[],
+  tally: StatsCell['tally'] = {
+    ok: Number(row.ok),
+    failed: Number(row.failed),
+    cancelled: Number(row.cancelled),
+  },
+): StatsCell {
   const nullIfEmpty = (value: string | undefined) => (value === undefined || value === '' ? null : value);
   return {
     server: nullIfEmpty(row.server),
@@ -132,7 +146,7 @@ function toCell(row: Row, histogram: readonly number[]): StatsCell {
     configuration: row.configuration ?? null,
     owner: row.owner ?? null,
     bucket: row.bucket === undefined || row.bucket === null ? null : Number(row.bucket),
-    tally: { ok: Number(row.ok), failed: Number(row.failed), cancelled: Number(row.cancelled) },
+    tally,
     histogram,
   };
 }
@@ -368,7 +382,9 @@ async function rollupCells(
   if (query.onlyGroups && readsGroupByGroup(rollup, query))
     return indexedGroupCells(db, rollup, query, query.onlyGroups, from, to);
   if (rollup.durationsTable && (query.durations ?? true)) {
-    const counts = await rollupCells(db, rollup, { ...query, durations: false }, from, to);
+    const counts = query.histogramsOnly
+      ? []
+      : await rollupCells(db, rollup, { ...query, durations: false }, from, to);
     const keys = keyColumns(rollup, query);
     if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
     const durations = await durationRows(
@@ -377,7 +393,7 @@ async function rollupCells(
       keys,
       rollupConditions(rollup, query, from, to),
     );
-    return [...counts, ...durations.map(durationCell)];
+    return [...counts, ...durationCells(durations).map(({ cell }) => cell)];
   }
   const rows = await selectRows<Row>(db, rollupStatement(rollup, query, from, to));
   return rows.map((row) => toCell(row, histogramOf(row.histogram)));
@@ -405,12 +421,31 @@ function durationRows(db: Database, table: string, keys: SQL[], conditions: SQL[
   );
 }
 
-/** A cell with no counts and a row's calls in its histogram, which summing adds to the counts of the same key. */
-function durationCell(row: DurationRow): StatsCell {
-  const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
-  histogram[row.duration_bucket ?? 0] = Number(row.calls);
-  return toCell({ ...row, ok: 0, failed: 0, cancelled: 0 }, histogram);
+/**
+ * Durations rows as cells with no counts, one per key (the fields, `bucket`
+ * and `moved_from` the rows hold) with the calls of its rows' duration
+ * buckets, which summing adds to the counts of the same key. One histogram a
+ * key, not one a row: a key has a row for each of its buckets.
+ */
+function durationCells(rows: readonly DurationRow[]): Array<{ cell: StatsCell; row: DurationRow }> {
+  const byKey = new Map<string, { cell: StatsCell; row: DurationRow; histogram: number[] }>();
+  for (const row of rows) {
+    const key = [row.server, row.tool, row.configuration, row.owner, row.bucket, row.moved_from].join(
+      '\u0000',
+    );
+    let entry = byKey.get(key);
+    if (!entry) {
+      const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
+      entry = { cell: toCell(row, histogram, NO_CALLS), row, histogram };
+      byKey.set(key, entry);
+    }
+    const bucket = row.duration_bucket ?? 0;
+    entry.histogram[bucket] = (entry.histogram[bucket] ?? 0) + Number(row.calls);
+  }
+  return [...byKey.values()];
 }
+
+const NO_CALLS: StatsCell['tally'] = Object.freeze({ ok: 0, failed: 0, cancelled: 0 });
 
 /** A rollup's rows of [from, to) with calls, as they are: their key fields as the query names them, counts, histogram if asked. */
 function rollupRows(rollup: Rollup, query: StatsQuery, keys: SQL[], conditions: SQL[]): SQL {
@@ -501,7 +536,7 @@ async function movedCells(
   const cells = rows.flatMap((row) => moved(toCell(row, histogramOf(row.histogram)), row));
   if (!rollup.durationsTable || !withDurations) return cells;
   const durations = await durationRows(db, rollup.durationsTable, keys, conditions);
-  return [...cells, ...durations.flatMap((row) => moved(durationCell(row), row))];
+  return [...cells, ...durationCells(durations).flatMap(({ cell, row }) => moved(cell, row))];
 }
 
 /**
@@ -572,10 +607,9 @@ export async function outcomeStatsCells(
         : await rollupCells(db, rollup, query, from, to);
     for (const cell of part) cells.push(subtract ? negated(cell) : cell);
   }
-  const only = query.onlyGroups;
-  if (!only) return cells;
-  const keys = new Set(only.map(outcomeGroupKey));
-  return cells.filter((cell) => keys.has(outcomeGroupKey(cell)));
+  const only = query.onlyGroups ? new Set(query.onlyGroups.map(outcomeGroupKey)) : null;
+  const kept = only ? cells.filter((cell) => only.has(outcomeGroupKey(cell))) : cells;
+  return query.histogramsOnly ? kept.map((cell) => ({ ...cell, tally: NO_CALLS })) : kept;
 }
 
 /**

@@ -193,16 +193,17 @@ function rank(groups: Iterable<Accumulated>, options: RankOptions): { ordered: A
 export type RankOptions = Pick<SummaryOptions, 'orderBy' | 'descending' | 'minCalls' | 'first'>;
 
 /**
- * The keys of the groups `summarise` would return from these cells, in its
- * order, and whether `first` left groups out: what the counts alone decide,
- * so that durations need be read only for the groups returned.
+ * The groups `summarise` would return from these cells, in its order, each
+ * with its counts summed, and whether `first` left groups out: what the
+ * counts alone decide, so that durations need be read only for the groups
+ * returned.
  */
-export function rankGroupKeys(
+export function rankGroups(
   cells: readonly StatsCell[],
   options: RankOptions,
-): { keys: OutcomeGroupKey[]; cut: boolean } {
+): { groups: StatsCell[]; cut: boolean } {
   const { ordered, cut } = rank(accumulate(cells, false, true).values(), options);
-  return { keys: ordered.map((group) => group.cell), cut };
+  return { groups: ordered.map((group) => group.cell), cut };
 }
 
 /** Groups, and whether `first` left some out. */

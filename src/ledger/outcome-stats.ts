@@ -9,11 +9,11 @@ import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
   type OutcomeDimension,
-  type OutcomeGroupKey,
   type OutcomeOrderField,
   type OutcomeStatsPage,
   type RankOptions,
-  rankGroupKeys,
+  rankGroups,
+  type StatsCell,
   summarise,
 } from '../domain/outcome-stats.ts';
 import { restrictOwners } from '../domain/permissions.ts';
@@ -111,32 +111,38 @@ async function groupsInSnapshot(
     const cells = await outcomeStatsCells(db, { ...statsQuery, durations: query.durations });
     return summarise(cells, { ...ranking, spec, range });
   }
-  const { keys, cut } = await rankedKeys(db, statsQuery, ranking);
-  if (keys.length === 0) return { groups: [], truncated: cut };
+  const { groups, cut } = await rankedGroups(db, statsQuery, ranking);
+  if (groups.length === 0) return { groups: [], truncated: cut };
+  // Without time buckets the first pass counted each group over the whole range: its histograms are
+  // all that is left to read.
+  const counted = spec === null;
   const cells = await outcomeStatsCells(db, {
     ...statsQuery,
     durations: true,
-    onlyGroups: cut ? keys : null,
+    onlyGroups: cut ? groups : null,
+    histogramsOnly: counted,
   });
   // Only the groups returned were read: whether others were left out, the first pass says.
-  return { groups: summarise(cells, { ...ranking, spec, range }).groups, truncated: cut };
+  const summary = summarise(counted ? [...groups, ...cells] : cells, { ...ranking, spec, range });
+  return { groups: summary.groups, truncated: cut };
 }
 
 /**
- * The first pass: the keys of the groups returned, in order, and whether
- * others were left out. Ranked by a count, the database sums the groups and
- * returns the few that can be first; by key, every group's counts come here.
+ * The first pass: the groups returned, in order, each with its counts over
+ * the whole range, and whether others were left out. Ranked by a count, the
+ * database sums the groups and returns the few that can be first; by key,
+ * every group's counts come here.
  */
-async function rankedKeys(
+async function rankedGroups(
   db: Database,
   statsQuery: StatsQuery,
   ranking: RankOptions,
-): Promise<{ keys: OutcomeGroupKey[]; cut: boolean }> {
+): Promise<{ groups: StatsCell[]; cut: boolean }> {
   const { orderBy } = ranking;
   if (orderBy === 'key')
-    return rankGroupKeys(await outcomeStatsCells(db, { ...statsQuery, durations: false }), ranking);
+    return rankGroups(await outcomeStatsCells(db, { ...statsQuery, durations: false }), ranking);
   const candidates = await groupsRankedByCounts(db, statsQuery, { ...ranking, orderBy });
-  return { keys: rankGroupKeys(candidates.cells, ranking).keys, cut: candidates.more };
+  return { groups: rankGroups(candidates.cells, ranking).groups, cut: candidates.more };
 }
 
 /** Tool calls grouped by any of server, tool, configuration and owner, optionally by time bucket. */
