@@ -113,7 +113,7 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
 
   it('closes a lingering connection whose client neither stops sending nor closes, after the linger time', async () => {
     const before = await written();
-    const lingering = await listen(api.server, { lingerMs: 300 });
+    const lingering = await listen(api.server, { lingerMs: 1_000 });
     try {
       const connection = await RawConnection.open(lingering.port, { allowHalfOpen: true });
       await connection.write(head('Transfer-Encoding: chunked'));
@@ -127,7 +127,9 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
       expect(connection.isClosed).toBe(true);
       expect(connection.answers()[0]?.status).toBe(413);
       const lingered = (connection.closedAt ?? Number.NaN) - (connection.answeredAt ?? Number.NaN);
-      expect(lingered).toBeGreaterThanOrEqual(250);
+      // The client reads the answer between its writes, up to a few hundred ms after the server sent it
+      // on a loaded machine: half the linger time still tells a linger from a close at once.
+      expect(lingered).toBeGreaterThanOrEqual(500);
       expect(lingered).toBeLessThan(5_000);
       expect(await written()).toEqual(before);
       await healthy(lingering);
