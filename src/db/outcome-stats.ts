@@ -614,10 +614,10 @@ export async function outcomeStatsCells(
 
 /**
  * Memory for each sort and hash of a statistics statement (PostgreSQL's
- * default is 4 MB). Rows of the rollups keyed by all four fields carry their
- * histograms (about 650 bytes): at 4 MB, summing 400,000 of them for 500
- * groups sorted them on disk (teams owner x configuration x tool: 930 ms,
- * 610 ms with 16 MB, where the groups are summed in a hash table).
+ * default is 4 MB): a first pass groups up to hundreds of thousands of keys,
+ * and at 4 MB summing 400,000 rows with their histograms for 500 groups
+ * sorted them on disk (teams owner x configuration x tool, before migration
+ * 0023: 930 ms, 610 ms with 16 MB, where the groups are summed in a hash table).
  */
 export const STATS_WORK_MEM = '16MB';
 
