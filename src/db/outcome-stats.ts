@@ -622,15 +622,29 @@ export async function outcomeStatsCells(
 export const STATS_WORK_MEM = '16MB';
 
 /**
+ * What the planner counts for starting parallel workers in a statistics
+ * statement (PostgreSQL's default is 1000, about 2 ms at its other costs).
+ * Starting two workers took about 30 ms on a 2-core machine: the planner gave
+ * two workers to first passes that took 30 ms run alone, and they took 60
+ * (owner x server on `teams`). At 8000 a statement of that size runs alone,
+ * and a heavy aggregate (tens of thousands of histograms summed) still gets
+ * workers, where they save more than they cost.
+ */
+export const STATS_PARALLEL_SETUP_COST = '8000';
+
+/**
  * Runs a statistics request's statements in one read-only snapshot
- * (`REPEATABLE READ`), with STATS_WORK_MEM for this transaction only. The
- * setting is made by a query, which takes the snapshot every later statement
- * reads.
+ * (`REPEATABLE READ`), with STATS_WORK_MEM and STATS_PARALLEL_SETUP_COST for
+ * this transaction only. The settings are made by a query, which takes the
+ * snapshot every later statement reads.
  */
 export function inStatsSnapshot<T>(db: Database, work: (tx: Database) => Promise<T>): Promise<T> {
   return db.transaction(
     async (tx) => {
-      await tx.execute(sql`select set_config('work_mem', ${STATS_WORK_MEM}, true)`);
+      await tx.execute(
+        sql`select set_config('work_mem', ${STATS_WORK_MEM}, true),
+                   set_config('parallel_setup_cost', ${STATS_PARALLEL_SETUP_COST}, true)`,
+      );
       return work(tx);
     },
     { isolationLevel: 'repeatable read', accessMode: 'read only' },

@@ -6,6 +6,7 @@ import { type Database, selectRows } from '../../src/db/connection.ts';
 import {
   inStatsSnapshot,
   outcomeStatsCells,
+  STATS_PARALLEL_SETUP_COST,
   STATS_WORK_MEM,
   type StatsQuery,
   statsSegments,
@@ -701,16 +702,23 @@ describe.each(backendNames)('the statistics snapshot (%s)', (backend) => {
   });
   afterAll(async () => database?.dispose());
 
-  it('reads in a read-only snapshot with the statistics work memory, which ends with it', async () => {
+  it('reads in a read-only snapshot with the statistics work memory and parallel setup cost, which end with it', async () => {
     const settings = (db: Database) =>
-      selectRows<{ work_mem: string; isolation: string }>(
+      selectRows<{ work_mem: string; parallel_setup_cost: string; isolation: string }>(
         db,
-        sql`select current_setting('work_mem') as work_mem, current_setting('transaction_isolation') as isolation`,
+        sql`select current_setting('work_mem') as work_mem,
+                   current_setting('parallel_setup_cost') as parallel_setup_cost,
+                   current_setting('transaction_isolation') as isolation`,
       );
     const [before] = await settings(database.handle.db);
     expect(before?.work_mem).not.toBe(STATS_WORK_MEM);
+    expect(before?.parallel_setup_cost).not.toBe(STATS_PARALLEL_SETUP_COST);
     expect(await inStatsSnapshot(database.handle.db, settings)).toEqual([
-      { work_mem: STATS_WORK_MEM, isolation: 'repeatable read' },
+      {
+        work_mem: STATS_WORK_MEM,
+        parallel_setup_cost: STATS_PARALLEL_SETUP_COST,
+        isolation: 'repeatable read',
+      },
     ]);
     expect(await settings(database.handle.db)).toEqual([before]);
     const write = inStatsSnapshot(database.handle.db, (tx) =>
