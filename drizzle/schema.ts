@@ -435,6 +435,23 @@ export const toolOutcomeConfigurationServerWeekly = pgTable(
   ],
 );
 
+/** Tool calls per week (from Monday, 00:00 UTC), run owner and tool (migrations/0024). */
+export const toolOutcomeOwnerToolWeekly = pgTable(
+  'tool_outcome_owner_tool_weekly',
+  {
+    week: date('week').notNull(),
+    owner: text('owner').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_owner_tool_weekly_pkey', columns: [t.week, t.owner, t.toolName] }),
+    index('tool_outcome_owner_tool_weekly_owner_idx').on(t.owner, t.week),
+    startsOnMonday('tool_outcome_owner_tool_weekly_monday', t.week),
+    durationsShape('tool_outcome_owner_tool_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

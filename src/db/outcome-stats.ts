@@ -234,7 +234,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020 and 0021). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021 and 0024). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -249,6 +249,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
   ownerServerWeekly: 'tool_outcome_owner_server_weekly',
   configurationServerWeekly: 'tool_outcome_configuration_server_weekly',
+  ownerToolWeekly: 'tool_outcome_owner_tool_weekly',
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
 };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;

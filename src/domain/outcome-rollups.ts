@@ -36,6 +36,7 @@ export type RollupName =
   | 'ownerConfigurationWeekly'
   | 'ownerServerWeekly'
   | 'configurationServerWeekly'
+  | 'ownerToolWeekly'
   | 'ownerConfigurationServerWeekly';
 
 export interface RollupDefinition {
@@ -64,6 +65,7 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
   { name: 'ownerServerWeekly', grain: 'week', dimensions: ['owner', 'server'] },
   { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },
+  { name: 'ownerToolWeekly', grain: 'week', dimensions: ['owner', 'tool'] },
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
 ];
 

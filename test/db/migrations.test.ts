@@ -20,6 +20,7 @@ import {
   toolOutcomeOwnerDailyDurations,
   toolOutcomeOwnerServerWeekly,
   toolOutcomeOwnerToolDaily,
+  toolOutcomeOwnerToolWeekly,
   toolOutcomeOwnerWeekly,
   toolOutcomeServerDaily,
   toolOutcomeServerHourly,
@@ -217,6 +218,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       ],
       callEvery: '37 minutes',
     },
+    {
+      version: 24,
+      tables: ['tool_outcome_owner_tool_weekly'],
+      callEvery: '197 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -288,6 +294,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeServerDaily,
         toolOutcomeOwnerConfigurationDaily,
         toolOutcomeOwnerToolDaily,
+        toolOutcomeOwnerToolWeekly,
         toolOutcomeOwnerConfigurationServerDaily,
         toolOutcomeOwnerConfigurationServerWeekly,
         toolOutcomeOwnerConfigurationWeekly,
@@ -323,6 +330,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'tool_outcome_owner_weekly',
         'tool_outcome_owner_server_weekly',
         'tool_outcome_configuration_server_weekly',
+        'tool_outcome_owner_tool_weekly',
         'tool_outcome_server_hourly',
         'tool_outcome_owner_configuration_hourly',
         'api_keys',

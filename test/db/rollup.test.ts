@@ -109,6 +109,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_weekly', 'week', ['owner']),
     rollupOf('tool_outcome_owner_server_weekly', 'week', ['owner', 'server']),
     rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
+    rollupOf('tool_outcome_owner_tool_weekly', 'week', ['owner', 'tool_name']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -323,7 +324,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
     const weekly = ROLLUPS.filter((each) => each.time === 'week');
-    expect(weekly.length).toBe(5);
+    expect(weekly.length).toBe(6);
     for (const { table, columns } of weekly) {
       const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>

@@ -275,8 +275,13 @@ describe('which rollup answers which statistics request', () => {
       [['configuration', 'server'], 'configurationServerWeekly'],
       [['server', 'owner'], 'ownerServerWeekly'],
       [['owner', 'configuration', 'server'], 'ownerConfigurationServerWeekly'],
+      [['tool', 'owner'], 'ownerToolWeekly'],
     ] as const)
       expect(sources(planOutcomeStats(request({ groupBy, range })))).toContain(weekly);
+    // By tool alone the (day, server, tool) rollup is keyed by fields other than the weekly (owner, tool): no weeks.
+    expect(new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], range }))))).toEqual(
+      new Set(['raw', 'everyKeyHourly', 'serverToolDaily']),
+    );
     // By server alone the (day, server) rollup is narrower than any weekly one: no weeks.
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['server'], range }))))).toEqual(
       new Set(['raw', 'serverHourly', 'serverDaily']),
