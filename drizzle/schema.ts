@@ -167,6 +167,14 @@ const callCountColumns = () => ({
 /** What a rollup row counts: calls by outcome and the duration histogram. */
 const outcomeCountColumns = () => ({ ...callCountColumns(), durations: durationsColumn() });
 
+/** The key of the rollups keyed by all four fields, after their time column. */
+const everyKeyColumns = () => ({
+  owner: text('owner').notNull(),
+  configuration: text('configuration').notNull(),
+  server: text('server').notNull(),
+  toolName: text('tool_name').notNull(),
+});
+
 /**
  * The histogram of a rollup keyed by all four fields, in a table beside it
  * (migrations/0023): a row per key and duration bucket with calls.
@@ -198,10 +206,7 @@ export const toolOutcomeOwnerDaily = pgTable(
   'tool_outcome_owner_daily',
   {
     day: date('day', { mode: 'string' }).notNull(),
-    owner: text('owner').notNull(),
-    configuration: text('configuration').notNull(),
-    server: text('server').notNull(),
-    toolName: text('tool_name').notNull(),
+    ...everyKeyColumns(),
     ...callCountColumns(),
   },
   (t) => [
@@ -218,10 +223,7 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
   'tool_outcome_owner_daily_durations',
   {
     day: date('day', { mode: 'string' }).notNull(),
-    owner: text('owner').notNull(),
-    configuration: text('configuration').notNull(),
-    server: text('server').notNull(),
-    toolName: text('tool_name').notNull(),
+    ...everyKeyColumns(),
     ...durationBucketColumns(),
   },
   (t) => [
@@ -239,10 +241,7 @@ export const toolOutcomeHourly = pgTable(
   'tool_outcome_hourly',
   {
     hour: timestamp('hour', { withTimezone: true }).notNull(),
-    owner: text('owner').notNull(),
-    configuration: text('configuration').notNull(),
-    server: text('server').notNull(),
-    toolName: text('tool_name').notNull(),
+    ...everyKeyColumns(),
     ...callCountColumns(),
   },
   (t) => [
@@ -259,10 +258,7 @@ export const toolOutcomeHourlyDurations = pgTable(
   'tool_outcome_hourly_durations',
   {
     hour: timestamp('hour', { withTimezone: true }).notNull(),
-    owner: text('owner').notNull(),
-    configuration: text('configuration').notNull(),
-    server: text('server').notNull(),
-    toolName: text('tool_name').notNull(),
+    ...everyKeyColumns(),
     ...durationBucketColumns(),
   },
   (t) => [

@@ -287,6 +287,13 @@ function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
   );
 }
 
+/** What a rollup's rows are summed by: the grouped fields, then the time bucket if the query has buckets. */
+function groupColumns(rollup: Rollup, query: StatsQuery): SQL[] {
+  const keys = keyColumns(rollup, query);
+  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
+  return keys;
+}
+
 /** A rollup's rows of whole units [from, to) that the query's filters keep (and its `onlyGroups`, unless not). */
 function rollupConditions(
   rollup: Rollup,
@@ -386,12 +393,10 @@ async function rollupCells(
     const counts = query.histogramsOnly
       ? []
       : await rollupCells(db, rollup, { ...query, durations: false }, from, to);
-    const keys = keyColumns(rollup, query);
-    if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
     const durations = await durationRows(
       db,
       rollup.durationsTable,
-      keys,
+      groupColumns(rollup, query),
       rollupConditions(rollup, query, from, to),
     );
     return [...counts, ...durationCells(durations).map(({ cell }) => cell)];
@@ -461,8 +466,7 @@ function rollupRows(rollup: Rollup, query: StatsQuery, keys: SQL[], conditions: 
 function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date): SQL {
   if (rollup.durationsTable && (query.durations ?? true))
     throw new Error(`${rollup.table} keeps its histograms in ${rollup.durationsTable}`);
-  const keys = keyColumns(rollup, query);
-  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
+  const keys = groupColumns(rollup, query);
   const conditions = rollupConditions(rollup, query, from, to);
   const histogram = histogramSums(query);
   return oneRowPerGroup(rollup, {
