@@ -448,6 +448,22 @@ export const toolOutcomeOwnerToolWeekly = pgTable(
   ],
 );
 
+/** Tool calls per week (from Monday, 00:00 UTC), MCP server and tool (migrations/0025). */
+export const toolOutcomeServerToolWeekly = pgTable(
+  'tool_outcome_server_tool_weekly',
+  {
+    week: date('week').notNull(),
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_server_tool_weekly_pkey', columns: [t.week, t.server, t.toolName] }),
+    startsOnMonday('tool_outcome_server_tool_weekly_monday', t.week),
+    durationsShape('tool_outcome_server_tool_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

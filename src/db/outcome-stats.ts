@@ -234,7 +234,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021 and 0024). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024 and 0025). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -246,6 +246,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
   everyKeyHourly: 'tool_outcome_hourly',
   ownerWeekly: 'tool_outcome_owner_weekly',
+  serverToolWeekly: 'tool_outcome_server_tool_weekly',
   ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
   ownerServerWeekly: 'tool_outcome_owner_server_weekly',
   configurationServerWeekly: 'tool_outcome_configuration_server_weekly',

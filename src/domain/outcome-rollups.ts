@@ -33,6 +33,7 @@ export type RollupName =
   | 'ownerConfigurationHourly'
   | 'everyKeyHourly'
   | 'ownerWeekly'
+  | 'serverToolWeekly'
   | 'ownerConfigurationWeekly'
   | 'ownerServerWeekly'
   | 'configurationServerWeekly'
@@ -62,6 +63,7 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   // Keyed by exactly the fields of the groupings asked most: a row per key and week, where a
   // rollup keyed by more fields holds one per value of the others.
   { name: 'ownerWeekly', grain: 'week', dimensions: ['owner'] },
+  { name: 'serverToolWeekly', grain: 'week', dimensions: ['server', 'tool'] },
   { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
   { name: 'ownerServerWeekly', grain: 'week', dimensions: ['owner', 'server'] },
   { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },

@@ -24,6 +24,7 @@ import {
   toolOutcomeOwnerWeekly,
   toolOutcomeServerDaily,
   toolOutcomeServerHourly,
+  toolOutcomeServerToolWeekly,
 } from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
 import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
@@ -223,6 +224,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       tables: ['tool_outcome_owner_tool_weekly'],
       callEvery: '197 minutes',
     },
+    {
+      version: 25,
+      tables: ['tool_outcome_server_tool_weekly'],
+      callEvery: '173 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -295,6 +301,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeOwnerConfigurationDaily,
         toolOutcomeOwnerToolDaily,
         toolOutcomeOwnerToolWeekly,
+        toolOutcomeServerToolWeekly,
         toolOutcomeOwnerConfigurationServerDaily,
         toolOutcomeOwnerConfigurationServerWeekly,
         toolOutcomeOwnerConfigurationWeekly,
@@ -331,6 +338,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'tool_outcome_owner_server_weekly',
         'tool_outcome_configuration_server_weekly',
         'tool_outcome_owner_tool_weekly',
+        'tool_outcome_server_tool_weekly',
         'tool_outcome_server_hourly',
         'tool_outcome_owner_configuration_hourly',
         'api_keys',

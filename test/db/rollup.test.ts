@@ -110,6 +110,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_owner_server_weekly', 'week', ['owner', 'server']),
     rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
     rollupOf('tool_outcome_owner_tool_weekly', 'week', ['owner', 'tool_name']),
+    rollupOf('tool_outcome_server_tool_weekly', 'week', ['server', 'tool_name']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -324,7 +325,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
     const weekly = ROLLUPS.filter((each) => each.time === 'week');
-    expect(weekly.length).toBe(6);
+    expect(weekly.length).toBe(7);
     for (const { table, columns } of weekly) {
       const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>

@@ -276,12 +276,17 @@ describe('which rollup answers which statistics request', () => {
       [['server', 'owner'], 'ownerServerWeekly'],
       [['owner', 'configuration', 'server'], 'ownerConfigurationServerWeekly'],
       [['tool', 'owner'], 'ownerToolWeekly'],
+      [['tool', 'server'], 'serverToolWeekly'],
     ] as const)
       expect(sources(planOutcomeStats(request({ groupBy, range })))).toContain(weekly);
-    // By tool alone the (day, server, tool) rollup is keyed by fields other than the weekly (owner, tool): no weeks.
+    // By tool alone: the weeks of the (server, tool) rollup, keyed as its daily one, not those of (owner, tool).
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], range }))))).toEqual(
-      new Set(['raw', 'everyKeyHourly', 'serverToolDaily']),
+      new Set(['raw', 'everyKeyHourly', 'serverToolDaily', 'serverToolWeekly']),
     );
+    // An actor who sees only its own runs filters by owner: by tool, the weeks keyed by owner and tool.
+    expect(
+      new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['owner'], range })))),
+    ).toContain('ownerToolWeekly');
     // By server alone the (day, server) rollup is narrower than any weekly one: no weeks.
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['server'], range }))))).toEqual(
       new Set(['raw', 'serverHourly', 'serverDaily']),
@@ -307,7 +312,8 @@ describe('which rollup answers which statistics request', () => {
     expect(signed(ofOneServer)).toEqual([
       '-raw 03-01T00:00 03-01T10:17',
       '+raw 03-09T00:00 03-09T05:40',
-      '+serverToolDaily 03-01T00:00 03-09T00:00',
+      '+serverToolDaily 03-01T00:00 03-02T00:00',
+      '+serverToolWeekly 03-02T00:00 03-09T00:00',
     ]);
     // A field of the run is not in run_steps: the hourly rollup reads it.
     expect(
