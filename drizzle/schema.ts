@@ -464,6 +464,45 @@ export const toolOutcomeServerToolWeekly = pgTable(
   ],
 );
 
+/** Tool calls per week (from Monday, 00:00 UTC), configuration and tool (migrations/0026). */
+export const toolOutcomeConfigurationToolWeekly = pgTable(
+  'tool_outcome_configuration_tool_weekly',
+  {
+    week: date('week').notNull(),
+    configuration: text('configuration').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_configuration_tool_weekly_pkey',
+      columns: [t.week, t.configuration, t.toolName],
+    }),
+    startsOnMonday('tool_outcome_configuration_tool_weekly_monday', t.week),
+    durationsShape('tool_outcome_configuration_tool_weekly_durations_shape', t.durations),
+  ],
+);
+
+/** Tool calls per week (from Monday, 00:00 UTC), owner, configuration and tool (migrations/0026). */
+export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
+  'tool_outcome_owner_configuration_tool_weekly',
+  {
+    week: date('week').notNull(),
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...outcomeCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_tool_weekly_pkey',
+      columns: [t.week, t.owner, t.configuration, t.toolName],
+    }),
+    startsOnMonday('tool_outcome_owner_configuration_tool_weekly_monday', t.week),
+    durationsShape('tool_outcome_owner_configuration_tool_weekly_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

@@ -234,7 +234,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024 and 0025). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025 and 0026). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -252,6 +252,8 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   configurationServerWeekly: 'tool_outcome_configuration_server_weekly',
   ownerToolWeekly: 'tool_outcome_owner_tool_weekly',
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
+  configurationToolWeekly: 'tool_outcome_configuration_tool_weekly',
+  ownerConfigurationToolWeekly: 'tool_outcome_owner_configuration_tool_weekly',
 };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;
 

@@ -38,7 +38,9 @@ export type RollupName =
   | 'ownerServerWeekly'
   | 'configurationServerWeekly'
   | 'ownerToolWeekly'
-  | 'ownerConfigurationServerWeekly';
+  | 'ownerConfigurationServerWeekly'
+  | 'configurationToolWeekly'
+  | 'ownerConfigurationToolWeekly';
 
 export interface RollupDefinition {
   name: RollupName;
@@ -69,6 +71,8 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },
   { name: 'ownerToolWeekly', grain: 'week', dimensions: ['owner', 'tool'] },
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
+  { name: 'configurationToolWeekly', grain: 'week', dimensions: ['configuration', 'tool'] },
+  { name: 'ownerConfigurationToolWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'tool'] },
 ];
 
 /** What a request asks of the rows: the fields it groups and filters by, and whether it filters by outcome. */

@@ -111,6 +111,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
     rollupOf('tool_outcome_owner_tool_weekly', 'week', ['owner', 'tool_name']),
     rollupOf('tool_outcome_server_tool_weekly', 'week', ['server', 'tool_name']),
+    rollupOf('tool_outcome_configuration_tool_weekly', 'week', ['configuration', 'tool_name']),
+    rollupOf('tool_outcome_owner_configuration_tool_weekly', 'week', ['owner', 'configuration', 'tool_name']),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -325,7 +327,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
     const weekly = ROLLUPS.filter((each) => each.time === 'week');
-    expect(weekly.length).toBe(7);
+    expect(weekly.length).toBe(9);
     for (const { table, columns } of weekly) {
       const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>

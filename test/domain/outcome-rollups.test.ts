@@ -277,6 +277,8 @@ describe('which rollup answers which statistics request', () => {
       [['owner', 'configuration', 'server'], 'ownerConfigurationServerWeekly'],
       [['tool', 'owner'], 'ownerToolWeekly'],
       [['tool', 'server'], 'serverToolWeekly'],
+      [['tool', 'configuration'], 'configurationToolWeekly'],
+      [['owner', 'tool', 'configuration'], 'ownerConfigurationToolWeekly'],
     ] as const)
       expect(sources(planOutcomeStats(request({ groupBy, range })))).toContain(weekly);
     // By tool alone: the weeks of the (server, tool) rollup, keyed as its daily one, not those of (owner, tool).
@@ -287,6 +289,12 @@ describe('which rollup answers which statistics request', () => {
     expect(
       new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['owner'], range })))),
     ).toContain('ownerToolWeekly');
+    // By configuration and tool for such an actor: the weeks keyed by owner, configuration and tool.
+    expect(
+      sources(
+        planOutcomeStats(request({ groupBy: ['configuration', 'tool'], filteredBy: ['owner'], range })),
+      ),
+    ).toContain('ownerConfigurationToolWeekly');
     // By server alone the (day, server) rollup is narrower than any weekly one: no weeks.
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['server'], range }))))).toEqual(
       new Set(['raw', 'serverHourly', 'serverDaily']),
