@@ -617,6 +617,34 @@ export async function outcomeStatsCells(
   query: StatsQuery,
   strategy: StatsStrategy = 'auto',
 ): Promise<StatsCell[]> {
+  if (query.onlyGroups) return hashGrouped(db, () => cellsOfSegments(db, query, strategy));
+  return cellsOfSegments(db, query, strategy);
+}
+
+/**
+ * Statements whose rows are grouped by hash, never sorted to be grouped. The
+ * planner takes a condition on `onlyGroups` to keep far fewer rows than it
+ * does (1,784 of 16,949 durations rows of two days on `teams`, for owner x
+ * configuration x tool) and sorts those rows to group them: 35 ms, against
+ * 20 by hash. For the statements' transaction only, put back after.
+ */
+async function hashGrouped<T>(db: Database, read: () => Promise<T>): Promise<T> {
+  const [setting] = await selectRows<{ before: string }>(
+    db,
+    sql`select current_setting('enable_sort') as before, set_config('enable_sort', 'off', true)`,
+  );
+  try {
+    return await read();
+  } finally {
+    await db.execute(sql`select set_config('enable_sort', ${setting?.before ?? 'on'}, true)`);
+  }
+}
+
+async function cellsOfSegments(
+  db: Database,
+  query: StatsQuery,
+  strategy: StatsStrategy,
+): Promise<StatsCell[]> {
   // One statement after another: a caller reading in one snapshot holds one connection.
   const cells: StatsCell[] = [];
   for (const { from, to, source, subtract, movedFrom } of statsSegments(query, strategy)) {
