@@ -366,7 +366,7 @@ function readsGroupByGroup(rollup: Rollup, query: StatsQuery): boolean {
  * bigint sums and 550 to 570 by float8 sums (counting the rows alone, 480).
  * Read back with Number(), as every count is.
  */
-export function countSum(column: SQL): SQL {
+function countSum(column: SQL): SQL {
   return sql`sum(${column}::float8)`;
 }
 
@@ -743,9 +743,8 @@ export async function groupsRankedByCounts(
   });
   if (parts.length === 0) return { cells: [], more: false };
   const [ok, failed] = [countSum(sql`ok`), countSum(sql`failed`)];
-  const total = CALLS_SUM;
   const value = {
-    total,
+    total: CALLS_SUM,
     failed,
     failureRate: sql`coalesce(${failed} / nullif(${ok} + ${failed}, 0), '-Infinity'::float8)`,
   }[ranking.orderBy];
@@ -756,7 +755,7 @@ export async function groupsRankedByCounts(
                ${OUTCOME_SUMS}
           from (${sql.join(parts, sql` union all `)}) as parts
          ${keys.length > 0 ? sql`group by ${sql.join(keys, sql`, `)}` : sql``}
-        having ${total} > 0 and ${total} >= ${ranking.minCalls}
+        having ${CALLS_SUM} > 0 and ${CALLS_SUM} >= ${ranking.minCalls}
          order by ${value} ${sql.raw(ranking.descending ? 'desc' : 'asc')}
          fetch first ${sql.raw(String(ranking.first + 1))} rows with ties`,
   );
