@@ -626,18 +626,18 @@ export async function outcomeStatsCells(
  * planner takes a condition on `onlyGroups` to keep far fewer rows than it
  * does (1,784 of 16,949 durations rows of two days on `teams`, for owner x
  * configuration x tool) and sorts those rows to group them: 35 ms, against
- * 20 by hash. For the statements' transaction only, put back after.
+ * 20 by hash. For the statements' transaction only, put back after them. Not
+ * after a failure: the transaction is aborted and ends with it, and a statement
+ * sent then would be refused and hide the failure's own error.
  */
 async function hashGrouped<T>(db: Database, read: () => Promise<T>): Promise<T> {
   const [setting] = await selectRows<{ before: string }>(
     db,
     sql`select current_setting('enable_sort') as before, set_config('enable_sort', 'off', true)`,
   );
-  try {
-    return await read();
-  } finally {
-    await db.execute(sql`select set_config('enable_sort', ${setting?.before ?? 'on'}, true)`);
-  }
+  const result = await read();
+  await db.execute(sql`select set_config('enable_sort', ${setting?.before ?? 'on'}, true)`);
+  return result;
 }
 
 async function cellsOfSegments(

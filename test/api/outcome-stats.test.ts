@@ -731,6 +731,31 @@ describe.each(backendNames)('the statistics snapshot (%s)', (backend) => {
     );
     await expect(write).rejects.toMatchObject({ cause: { code: '25006' } });
   });
+
+  it('fails a request with the error of the statement that failed, not one of its own after it', async () => {
+    // The second pass's statements, the statement after its setting replaced by one that fails in
+    // the database: the transaction is aborted, and whatever the pass does next is refused with 25P02.
+    let statements = 0;
+    const failing = (tx: Database): Database =>
+      new Proxy(tx, {
+        get(target, property, receiver) {
+          if (property !== 'execute') return Reflect.get(target, property, receiver);
+          return (...args: Parameters<Database['execute']>) => {
+            statements += 1;
+            return statements === 2 ? target.execute(sql`select 1 / 0`) : target.execute(...args);
+          };
+        },
+      });
+    const query: StatsQuery = {
+      groupBy: ['server', 'tool'],
+      range: { from: new Date('2026-03-02T00:00:00Z'), to: new Date('2026-03-23T00:00:00Z') },
+      spec: null,
+      onlyGroups: [{ server: 'fs', toolName: 'read', configuration: null, owner: null }],
+    };
+    const read = inStatsSnapshot(database.handle.db, (tx) => outcomeStatsCells(failing(tx), query));
+    await expect(read).rejects.toMatchObject({ cause: { code: '22012' } });
+    expect(statements).toBe(2);
+  });
 });
 
 // Writes that commit while a request reads need committed data and a second connection: PostgreSQL, a database of its own.
