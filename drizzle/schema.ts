@@ -503,6 +503,31 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
   ],
 );
 
+/** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
+export const toolOutcomeAllTime = pgTable(
+  'tool_outcome_all_time',
+  { ...everyKeyColumns(), ...callCountColumns() },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_all_time_pkey',
+      columns: [t.server, t.toolName, t.owner, t.configuration],
+    }),
+  ],
+);
+
+/** The duration histograms of the calls of tool_outcome_all_time, a row per key (migrations/0027). */
+export const toolOutcomeAllTimeDurations = pgTable(
+  'tool_outcome_all_time_durations',
+  { ...everyKeyColumns(), durations: durationsColumn() },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_all_time_durations_pkey',
+      columns: [t.server, t.toolName, t.owner, t.configuration],
+    }),
+    durationsShape('tool_outcome_all_time_durations_shape', t.durations),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

@@ -36,6 +36,8 @@ export interface StatsQuery {
   durations?: boolean;
   /** The instant the request is answered at (see `RollupRequest.now`). */
   now?: Date;
+  /** Whole UTC days holding every call recorded, read in the same snapshot (see `RollupRequest.recorded`). */
+  recorded?: StatsRange | null;
   /** Only these groups (their fields grouped by), as ranked by counts alone; null: every group. */
   onlyGroups?: readonly OutcomeGroupKey[] | null;
   /**
@@ -212,9 +214,19 @@ interface Rollup extends RollupDefinition {
   table: string;
   /** Where its histograms are, when not in its rows: a table of calls per key and duration bucket. */
   durationsTable: string | null;
-  since: (at: Date) => SQL;
-  until: (at: Date) => SQL;
-  epochMs: SQL;
+  /** Where its histograms are, when not in its rows: a table of a row per key, its histogram (all time). */
+  histogramsTable: string | null;
+  /** The condition on its time column of rows from an instant on, and before one; none without time. */
+  since: (at: Date) => SQL | null;
+  until: (at: Date) => SQL | null;
+  /** Its unit's start in ms since the epoch; none without time. */
+  epochMs: SQL | null;
+}
+
+/** A rollup's unit's start, to bucket its rows: a rollup of all time has none and is never bucketed. */
+function epochMsOf(rollup: Rollup): SQL {
+  if (!rollup.epochMs) throw new Error(`${rollup.table} has no time to bucket`);
+  return rollup.epochMs;
 }
 
 const dayText = (at: Date) => at.toISOString().slice(0, 10);
@@ -234,7 +246,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025 and 0026). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026 and 0027). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -254,8 +266,11 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
   configurationToolWeekly: 'tool_outcome_configuration_tool_weekly',
   ownerConfigurationToolWeekly: 'tool_outcome_owner_configuration_tool_weekly',
+  everyKeyAllTime: 'tool_outcome_all_time',
 };
-const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY } as const;
+/** Every call ever recorded: the plan reads the whole table, less what lies outside the range elsewhere. */
+const ALL_TIME = { since: () => null, until: () => null, epochMs: null };
+const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY, all: ALL_TIME } as const;
 
 /**
  * The rollups keyed by all four fields keep their histograms beside them
@@ -267,6 +282,15 @@ const DURATIONS_TABLES: Partial<Readonly<Record<RollupName, string>>> = {
   everyKeyHourly: 'tool_outcome_hourly_durations',
 };
 
+/**
+ * The rollup of all time keeps its histograms in a table of its own, a row per
+ * key (migration 0027): a ranking's first pass reads its counts alone, and
+ * the second finds the histograms of the groups returned by their key.
+ */
+const HISTOGRAMS_TABLES: Partial<Readonly<Record<RollupName, string>>> = {
+  everyKeyAllTime: 'tool_outcome_all_time_durations',
+};
+
 const ROLLUPS = new Map<RollupName, Rollup>(
   OUTCOME_ROLLUPS.map((rollup) => [
     rollup.name,
@@ -274,6 +298,7 @@ const ROLLUPS = new Map<RollupName, Rollup>(
       ...rollup,
       table: TABLES[rollup.name],
       durationsTable: DURATIONS_TABLES[rollup.name] ?? null,
+      histogramsTable: HISTOGRAMS_TABLES[rollup.name] ?? null,
       ...TIME_COLUMNS[rollup.grain],
     },
   ]),
@@ -293,7 +318,7 @@ function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
 /** What a rollup's rows are summed by: the grouped fields, then the time bucket if the query has buckets. */
 function groupColumns(rollup: Rollup, query: StatsQuery): SQL[] {
   const keys = keyColumns(rollup, query);
-  if (query.spec) keys.push(sql`${bucketSql(query.spec, rollup.epochMs)} as bucket`);
+  if (query.spec) keys.push(sql`${bucketSql(query.spec, epochMsOf(rollup))} as bucket`);
   return keys;
 }
 
@@ -335,7 +360,7 @@ async function indexedGroupCells(
 ): Promise<StatsCell[]> {
   const fields = rollup.dimensions;
   const sameGroup = fields.map((field) => sql`${ROLLUP_COLUMNS[field]} = k.${sql.raw(field)}`);
-  const bucket = query.spec ? sql`${bucketSql(query.spec, rollup.epochMs)} as bucket,` : sql``;
+  const bucket = query.spec ? sql`${bucketSql(query.spec, epochMsOf(rollup))} as bucket,` : sql``;
   const statement = sql`
     select ${sql.raw(fields.map((field) => `k.${field} as ${field}`).join(', '))}, g.*
       from ${groupsRelation(groups, fields)},
@@ -406,6 +431,21 @@ async function rollupCells(
 ): Promise<StatsCell[]> {
   if (query.onlyGroups && readsGroupByGroup(rollup, query))
     return indexedGroupCells(db, rollup, query, query.onlyGroups, from, to);
+  if (rollup.histogramsTable && (query.durations ?? true)) {
+    const counts = query.histogramsOnly
+      ? []
+      : await rollupCells(db, rollup, { ...query, durations: false }, from, to);
+    const rows = await selectRows<Row>(
+      db,
+      histogramStatement(
+        rollup.histogramsTable,
+        query,
+        groupColumns(rollup, query),
+        rollupConditions(rollup, query, from, to),
+      ),
+    );
+    return [...counts, ...rows.map((row) => toCell(row, histogramOf(row.histogram), NO_CALLS))];
+  }
   if (rollup.durationsTable && (query.durations ?? true)) {
     const counts = query.histogramsOnly
       ? []
@@ -422,6 +462,27 @@ async function rollupCells(
   return rows.map((row) => toCell(row, histogramOf(row.histogram)));
 }
 
+/** A where clause of every condition, or none without conditions (a rollup of all time read whole). */
+function whereAll(conditions: readonly SQL[]): SQL {
+  return conditions.length > 0 ? sql`where ${sql.join([...conditions], sql` and `)}` : sql``;
+}
+
+/** The histograms of a histograms table's rows that the conditions keep, summed per key (its counts are elsewhere). */
+function histogramStatement(table: string, query: StatsQuery, keys: SQL[], conditions: SQL[]): SQL {
+  return sql`
+    select ${sql.join([...keys, sql``], sql`, `)} 0 as ok, 0 as failed, 0 as cancelled ${histogramSums(query)}
+      from ${sql.raw(table)}
+     ${whereAll(conditions)}
+     ${
+       keys.length > 0
+         ? sql`group by ${sql.join(
+             keys.map((_, i) => sql.raw(String(i + 1))),
+             sql`, `,
+           )}`
+         : sql``
+     }`;
+}
+
 /** A durations table's row summed: the key's fields as named, and the calls of one duration bucket. */
 type DurationRow = Row & { calls: number | string | bigint; moved_from?: string | number };
 
@@ -435,7 +496,7 @@ function durationRows(db: Database, table: string, keys: SQL[], conditions: SQL[
     sql`
     select ${sql.join([...keys, sql``], sql`, `)} duration_bucket, ${countSum(sql`calls`)} as calls
       from ${sql.raw(table)}
-     where ${sql.join(conditions, sql` and `)}
+     ${whereAll(conditions)}
      group by ${sql.join(
        [...keys, sql``].map((_, i) => sql.raw(String(i + 1))),
        sql`, `,
@@ -498,7 +559,7 @@ function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date
            ${OUTCOME_SUMS}
            ${histogram}
       from ${sql.raw(rollup.table)}
-     where ${sql.join(conditions, sql` and `)}
+     ${whereAll(conditions)}
      ${
        keys.length > 0
          ? sql`group by ${sql.join(
@@ -530,8 +591,8 @@ async function movedCells(
   if (parts.length === 0) return [];
   const keys = [
     ...keyColumns(rollup, query),
-    sql`${bucketSql(spec, rollup.epochMs)} as bucket`,
-    sql`${bucketSql(spec, unitStartSql(rollup.epochMs, grain))} as moved_from`,
+    sql`${bucketSql(spec, epochMsOf(rollup))} as bucket`,
+    sql`${bucketSql(spec, unitStartSql(epochMsOf(rollup), grain))} as moved_from`,
   ];
   // Only the rows of the parts, each part a range of the rollup's index on time.
   const inParts = sql`(${sql.join(
@@ -549,7 +610,7 @@ async function movedCells(
            ${OUTCOME_SUMS}
            ${rollup.durationsTable ? sql`` : histogramSums(query)}
       from ${sql.raw(rollup.table)}
-     where ${sql.join(conditions, sql` and `)}
+     ${whereAll(conditions)}
      group by ${sql.join(
        keys.map((_, i) => sql.raw(String(i + 1))),
        sql`, `,
@@ -772,5 +833,24 @@ export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto
     range: query.range,
     spec: query.spec,
     ...(query.now ? { now: query.now } : {}),
+    ...(query.recorded ? { recorded: query.recorded } : {}),
   });
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Whole UTC days holding every call recorded: from the first day of the daily
+ * rollup by server to the end of its last (both ends of its key). A day whose
+ * calls were all deleted may keep its row: the days can only be wider. Null
+ * without calls.
+ */
+export async function recordedCallDays(db: Database): Promise<StatsRange | null> {
+  const [row] = await selectRows<{ first: number | string | null; last: number | string | null }>(
+    db,
+    sql`select ${epochMsSql(sql`min(day)::timestamp`)} as first, ${epochMsSql(sql`max(day)::timestamp`)} as last
+          from tool_outcome_server_daily`,
+  );
+  if (row?.first == null || row.last == null) return null;
+  return { from: new Date(Number(row.first)), to: new Date(Number(row.last) + DAY_MS) };
 }

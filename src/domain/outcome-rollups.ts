@@ -21,6 +21,8 @@ import {
  * request answers it.
  */
 export type RollupGrain = 'hour' | 'day' | 'week';
+/** A rollup's unit of time: a grain, or `all` (no time: every call ever recorded, per key). */
+export type RollupSpan = RollupGrain | 'all';
 
 export type RollupName =
   | 'serverDaily'
@@ -40,11 +42,12 @@ export type RollupName =
   | 'ownerToolWeekly'
   | 'ownerConfigurationServerWeekly'
   | 'configurationToolWeekly'
-  | 'ownerConfigurationToolWeekly';
+  | 'ownerConfigurationToolWeekly'
+  | 'everyKeyAllTime';
 
 export interface RollupDefinition {
   name: RollupName;
-  grain: RollupGrain;
+  grain: RollupSpan;
   dimensions: readonly OutcomeDimension[];
 }
 
@@ -73,6 +76,9 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
   { name: 'configurationToolWeekly', grain: 'week', dimensions: ['configuration', 'tool'] },
   { name: 'ownerConfigurationToolWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'tool'] },
+  // Every call ever recorded, per key: a range holding most of the calls is read as all of them less
+  // those outside it, where the daily rollup keyed by every field holds about a row per call.
+  { name: 'everyKeyAllTime', grain: 'all', dimensions: EVERY_KEY },
 ];
 
 /** What a request asks of the rows: the fields it groups and filters by, and whether it filters by outcome. */
@@ -89,6 +95,12 @@ export interface RollupRequest {
    * nothing to take away.
    */
   now?: Date;
+  /**
+   * Whole UTC days holding every call recorded (from the first day with
+   * calls to the end of the last), as the same snapshot's rollups say: what
+   * lies outside a range, to read a range as all calls less those.
+   */
+  recorded?: StatsRange;
 }
 
 /** A part of the range and where it is read from: a rollup, or run_steps itself (`raw`). */
@@ -110,7 +122,7 @@ export interface StatsSegment {
 
 /** The first (smallest) rollup of a grain whose key holds every field the request needs. */
 export function rollupFor(
-  grain: RollupGrain,
+  grain: RollupSpan,
   needed: readonly OutcomeDimension[],
 ): RollupDefinition | undefined {
   return OUTCOME_ROLLUPS.find(
@@ -253,8 +265,39 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
     } else add(innerTo, to, level, subtract);
     cut(middleFrom, middleTo, level + 1, subtract);
   };
-  cut(request.range.from, request.range.to, -1, false);
+  const whole = allOfTime(request, needed, tiers.at(-1));
+  if (whole) {
+    // Every call of the recorded days, less those before the range and those after it.
+    const { recorded, rollup } = whole;
+    segments.push({ from: recorded.from, to: recorded.to, source: rollup.name });
+    cut(recorded.from, request.range.from, -1, true);
+    cut(request.range.to, recorded.to, -1, true);
+  } else cut(request.range.from, request.range.to, -1, false);
   return segments;
+}
+
+/**
+ * The rollup of all time that reads a request's range as every call recorded
+ * less those outside the range, when one covers it and the range holds more
+ * of the recorded days than lie outside it: without time buckets (its rows
+ * have no time) and keyed by no field the coarsest rollup that reads the
+ * range lacks (a row per key of all time where that one's rows are fewer).
+ */
+function allOfTime(
+  request: RollupRequest,
+  needed: readonly OutcomeDimension[],
+  coarsest: Tier | undefined,
+): { rollup: RollupDefinition; recorded: StatsRange } | null {
+  const { recorded, range } = request;
+  if (!recorded || request.spec !== null || request.outcomeFilter || !coarsest) return null;
+  // The statements name the days' bounds: only within the instants a DateTime holds.
+  if (!isInstantInRange(recorded.from) || !isInstantInRange(recorded.to)) return null;
+  const rollup = rollupFor('all', needed);
+  if (!rollup?.dimensions.every((field) => coarsest.dimensions.includes(field))) return null;
+  const [from, to] = [range.from.getTime(), range.to.getTime()];
+  const inside = Math.min(to, recorded.to.getTime()) - Math.max(from, recorded.from.getTime());
+  const outside = Math.max(0, from - recorded.from.getTime()) + Math.max(0, recorded.to.getTime() - to);
+  return inside > outside ? { rollup, recorded } : null;
 }
 
 interface Tier {
@@ -296,7 +339,12 @@ export function oneRowPerGroup(
   },
 ): boolean {
   const spec = request.spec;
-  if (spec === null || spec.sizeMs !== GRAIN_MS[rollup.grain] || !bucketsHoldUnits(rollup.grain, spec))
+  if (
+    spec === null ||
+    rollup.grain === 'all' ||
+    spec.sizeMs !== GRAIN_MS[rollup.grain] ||
+    !bucketsHoldUnits(rollup.grain, spec)
+  )
     return false;
   return rollup.dimensions.every(
     (field) => request.groupBy.includes(field) || request.singleValued.includes(field),

@@ -3,6 +3,7 @@ import {
   groupsRankedByCounts,
   inStatsSnapshot,
   outcomeStatsCells,
+  recordedCallDays,
   type StatsQuery,
 } from '../db/outcome-stats.ts';
 import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
@@ -100,6 +101,8 @@ async function groupsInSnapshot(
     owners,
     outcomes: query.filter.outcomes,
     now: query.now,
+    // Without buckets a range may be read as every call recorded less those outside it.
+    recorded: spec === null ? await recordedCallDays(db) : null,
   };
   const ranking = {
     orderBy: query.orderBy,

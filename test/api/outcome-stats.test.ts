@@ -6,6 +6,7 @@ import { type Database, selectRows } from '../../src/db/connection.ts';
 import {
   inStatsSnapshot,
   outcomeStatsCells,
+  recordedCallDays,
   STATS_PARALLEL_SETUP_COST,
   STATS_WORK_MEM,
   type StatsQuery,
@@ -535,6 +536,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['configuration', 'server'],
       ['server', 'owner'],
       ['owner'],
+      ['owner', 'server', 'tool'],
+      ['configuration', 'server', 'tool'],
     ] as const;
     // Filters taken in turn too: a filter needs its field in the rollup's key as a grouping does.
     const filters: Array<Partial<StatsQuery>> = [
@@ -567,6 +570,9 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     const compare = async () => {
       // Every grouping with every bucket; ranges and owners taken in turn, so each meets each.
       let turn = 0;
+      // The days holding the calls: a range holding most of them may be read as all calls less the rest.
+      const recorded = await recordedCallDays(db);
+      expect(recorded).not.toBeNull();
       for (const groupBy of groupings)
         for (const [bucket, offset] of buckets) {
           turn += 1;
@@ -580,6 +586,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
             ...filters[turn % filters.length],
             // Answered at the range's end now and then: its last units read whole, less what is to come.
             ...(turn % 2 === 0 ? { now: range.to } : {}),
+            ...(turn % 5 !== 0 ? { recorded } : {}),
           };
           for (const segment of statsSegments(query)) sourcesUsed.add(segment.source);
           const options = {
@@ -833,7 +840,8 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
       });
       try {
         const answer = await ask(watched);
-        expect(statements).toBe(3);
+        // The settings, the recorded days, and the two parts of the range.
+        expect(statements).toBe(4);
         // The three calls lie outside the range: counted in the whole day by a later snapshot, never taken away.
         expect(answer.groups.map((g) => g.counts.total)).toEqual([expected]);
         expect((await ask(database.handle.db)).groups.map((g) => g.counts.total)).toEqual([expected]);

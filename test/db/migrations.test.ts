@@ -7,6 +7,8 @@ import {
   runSteps,
   runs,
   stepRequests,
+  toolOutcomeAllTime,
+  toolOutcomeAllTimeDurations,
   toolOutcomeConfigurationServerWeekly,
   toolOutcomeConfigurationToolWeekly,
   toolOutcomeDaily,
@@ -181,6 +183,13 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
     }
   });
 
+  /** A rollup's rows that count calls: by their counts, their calls per duration bucket, or their histogram. */
+  const withCalls = (table: string) =>
+    table === 'tool_outcome_all_time_durations'
+      ? `durations <> array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}])`
+      : table.endsWith('_durations')
+        ? 'calls <> 0'
+        : 'ok + failed + cancelled > 0';
   // Each migration that adds rollups builds them from what is already counted; a rebuild from run_steps must agree.
   it.each([
     {
@@ -236,6 +245,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       tables: ['tool_outcome_configuration_tool_weekly', 'tool_outcome_owner_configuration_tool_weekly'],
       callEvery: '151 minutes',
     },
+    {
+      version: 27,
+      tables: ['tool_outcome_all_time', 'tool_outcome_all_time_durations'],
+      callEvery: '151 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -246,7 +260,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
           for (const table of tables)
             all[table] = await session.query(
               `SELECT to_jsonb(t) AS row FROM ${table} t
-                WHERE ${table.endsWith('_durations') ? 'calls <> 0' : 'ok + failed + cancelled > 0'}
+                WHERE ${withCalls(table)}
                 ORDER BY to_jsonb(t)::text`,
             );
           return all;
@@ -311,6 +325,8 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeServerToolWeekly,
         toolOutcomeConfigurationToolWeekly,
         toolOutcomeOwnerConfigurationToolWeekly,
+        toolOutcomeAllTime,
+        toolOutcomeAllTimeDurations,
         toolOutcomeOwnerConfigurationServerDaily,
         toolOutcomeOwnerConfigurationServerWeekly,
         toolOutcomeOwnerConfigurationWeekly,

@@ -56,6 +56,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     day: { sql: 'day', of: day },
     hour: { sql: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`, of: hour },
     week: { sql: 'week', of: week },
+    all: { sql: `'all'`, of: () => 'all' },
   } as const;
   /** A rollup by its time column and key columns: the SQL for its key, and the same key built from a step. */
   const rollupOf = (
@@ -64,11 +65,14 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     columns: ReadonlyArray<'owner' | 'configuration' | 'server' | 'tool_name'>,
     /** The table of its histograms, a row per key and duration bucket, when they are not in its rows. */
     durations: string | null = null,
+    /** The table of its histograms, a row per key, when they are not in its rows. */
+    histograms: string | null = null,
   ) => ({
     table,
     time,
     columns,
     durations,
+    histograms,
     key: [TIME_KEYS[time].sql, ...columns].join(` || ' ' || `),
     of: (step: StepWithRun) =>
       [
@@ -113,21 +117,44 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_server_tool_weekly', 'week', ['server', 'tool_name']),
     rollupOf('tool_outcome_configuration_tool_weekly', 'week', ['configuration', 'tool_name']),
     rollupOf('tool_outcome_owner_configuration_tool_weekly', 'week', ['owner', 'configuration', 'tool_name']),
+    rollupOf(
+      'tool_outcome_all_time',
+      'all',
+      ['server', 'tool_name', 'owner', 'configuration'],
+      null,
+      'tool_outcome_all_time_durations',
+    ),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
   /** Every row of a rollup that counts something, as its key -> counts and histogram. */
-  const rollup = async ({ table, key, durations }: (typeof ROLLUPS)[number]) => {
+  const rollup = async ({ table, key, durations, histograms }: (typeof ROLLUPS)[number]) => {
     const rows = await database.handle.withSession((s) =>
       s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
         `SELECT ${key} AS key, ok::text AS ok, failed::text AS failed,
-                cancelled::text AS cancelled, ${durations ? `'{}'::text[]` : 'durations::text[]'} AS durations
+                cancelled::text AS cancelled, ${durations || histograms ? `'{}'::text[]` : 'durations::text[]'} AS durations
            FROM ${table}`,
       ),
     );
     const counted = new Map(
       rows.map((r) => [r.key, [r.ok, r.failed, r.cancelled, ...r.durations].map(Number)] as const),
     );
+    if (histograms) {
+      // Its histograms from their own table, a row per key; a key found only there is a row of its own.
+      for (const row of counted.values()) row.push(...new Array<number>(DURATION_BUCKETS).fill(0));
+      const keyed = await database.handle.withSession((s) =>
+        s.query<{ key: string; durations: string[] }>(
+          `SELECT ${key} AS key, durations::text[] AS durations FROM ${histograms}`,
+        ),
+      );
+      for (const { key: rowKey, durations: calls } of keyed) {
+        const row = counted.get(rowKey) ?? new Array<number>(3 + DURATION_BUCKETS).fill(0);
+        calls.forEach((count, bucket) => {
+          row[3 + bucket] = (row[3 + bucket] ?? 0) + Number(count);
+        });
+        counted.set(rowKey, row);
+      }
+    }
     if (durations) {
       // Its histograms from their own table; a key found only there is a row of its own.
       for (const row of counted.values()) row.push(...new Array<number>(DURATION_BUCKETS).fill(0));

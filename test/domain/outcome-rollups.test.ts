@@ -144,12 +144,23 @@ describe('which rollup answers which statistics request', () => {
     const anchorMs = { hour: 0, day: 0, week: 4 * 86_400_000 } as const;
     const unitStart = (t: number, grain: RollupGrain) =>
       Math.floor((t - anchorMs[grain]) / unitMs[grain]) * unitMs[grain] + anchorMs[grain];
+    let readsAllTime = 0;
     for (let round = 0; round < 500; round += 1) {
       const from = Date.parse('2026-01-01T00:00:00Z') + random(40 * 86_400_000);
       const to = from + 1 + random(random(2) === 0 ? 3 * 86_400_000 : 60 * 86_400_000);
-      const groupBy = fields.filter(() => random(2) === 0);
+      // A grouping read from all of time (in ranges holding most recorded days) in a quarter of the rounds.
+      const groupBy = random(4) === 0 ? fields.slice(random(2)) : fields.filter(() => random(2) === 0);
       const filteredBy = fields.filter(() => random(3) === 0);
-      const spec = specs[random(specs.length)] ?? null;
+      const spec = random(3) === 0 ? null : (specs[random(specs.length)] ?? null);
+      // Days holding every call recorded, around the range or within it: calls lie only there.
+      const firstDay = Math.floor((from - random(10 * 86_400_000)) / 86_400_000) * 86_400_000;
+      const recorded =
+        random(2) === 0
+          ? {
+              from: new Date(firstDay),
+              to: new Date(Math.ceil(to / 86_400_000) * 86_400_000 + 86_400_000 * (random(3) - 1)),
+            }
+          : null;
       const plan = planOutcomeStats(
         request({
           groupBy,
@@ -158,6 +169,7 @@ describe('which rollup answers which statistics request', () => {
           spec,
           // Now at the end of the range, within it or long after it: the plans differ, never the counts.
           ...[{ now: new Date(to) }, { now: new Date(to - random(86_400_000)) }, {}][random(3)],
+          ...(recorded ? { recorded } : {}),
         }),
       );
       const bucketOf = (t: number) => (spec ? bucketIndex(spec, new Date(t)) : 0);
@@ -173,7 +185,8 @@ describe('which rollup answers which statistics request', () => {
           if (t < segment.from.getTime() || t >= segment.to.getTime()) continue;
           const sign = segment.subtract ? -1 : 1;
           const grain = OUTCOME_ROLLUPS.find((each) => each.name === segment.source)?.grain;
-          const own = bucketOf(grain ? unitStart(t, grain) : t);
+          // A row of all time has no bucket: it is read only without buckets.
+          const own = bucketOf(grain && grain !== 'all' ? unitStart(t, grain) : t);
           if (!segment.movedFrom) count(own, sign);
           else if (own !== bucketOf(unitStart(t, segment.movedFrom))) {
             count(own, sign);
@@ -195,7 +208,9 @@ describe('which rollup answers which statistics request', () => {
         for (let t = bound + 1_800_000; t < (bounds[i + 1] ?? bound); t += 3_600_000 * (1 + random(20)))
           instants.add(t);
       }
-      for (const t of instants)
+      // No call lies outside the recorded days.
+      const callAt = (t: number) => !recorded || (recorded.from.getTime() <= t && t < recorded.to.getTime());
+      for (const t of [...instants].filter(callAt))
         expect([from, to, spec, t, counted(t)]).toEqual([
           from,
           to,
@@ -203,9 +218,10 @@ describe('which rollup answers which statistics request', () => {
           t,
           from <= t && t < to ? { [bucketOf(t)]: 1 } : {},
         ]);
+      if (sources(plan).includes('everyKeyAllTime')) readsAllTime += 1;
       for (const segment of plan) {
         const rollup = OUTCOME_ROLLUPS.find((each) => each.name === segment.source);
-        if (!rollup) continue;
+        if (!rollup || rollup.grain === 'all') continue;
         for (const edge of [segment.from, segment.to])
           expect([segment.source, (edge.getTime() - anchorMs[rollup.grain]) % unitMs[rollup.grain]]).toEqual([
             segment.source,
@@ -213,6 +229,8 @@ describe('which rollup answers which statistics request', () => {
           ]);
       }
     }
+    // The random ranges read all of time in some rounds, so those plans were counted too.
+    expect(readsAllTime).toBeGreaterThan(3);
   });
 
   it('lists the parts of units that lie past a bucket boundary: the rows a moved segment moves', () => {
@@ -416,9 +434,84 @@ describe('which rollup answers which statistics request', () => {
     expect(oneRowPerGroup(weekly, ask(['owner', 'server'], [], bucketSpec('week', 0)))).toBe(false);
   });
 
-  it('lists each rollup once, by name, at an hour, a day or a week', () => {
+  it('lists each rollup once, by name, at an hour, a day, a week or all of time', () => {
     const names = OUTCOME_ROLLUPS.map((rollup) => rollup.name);
     expect(new Set(names).size).toBe(names.length);
-    expect(new Set(OUTCOME_ROLLUPS.map((rollup) => rollup.grain))).toEqual(new Set(['day', 'hour', 'week']));
+    expect(new Set(OUTCOME_ROLLUPS.map((rollup) => rollup.grain))).toEqual(
+      new Set(['day', 'hour', 'week', 'all']),
+    );
+  });
+
+  it('reads a range holding most of the recorded days as every call less those outside it, for groupings only the rollups keyed by every field count', () => {
+    const recorded = { from: at('2026-01-05T00:00:00Z'), to: at('2026-04-06T00:00:00Z') };
+    const ninetyDays = { from: at('2026-01-06T10:30:00Z'), to: at('2026-04-05T10:30:00Z') };
+    const now = at('2026-04-05T10:30:00Z');
+    const plan = planOutcomeStats(
+      request({ groupBy: ['owner', 'server', 'tool'], range: ninetyDays, now, recorded }),
+    );
+    expect(signed(plan)).toEqual([
+      '+everyKeyAllTime 01-05T00:00 04-06T00:00',
+      '-raw 01-06T10:00 01-06T10:30',
+      '-everyKeyHourly 01-06T00:00 01-06T10:00',
+      '-everyKeyDaily 01-05T00:00 01-06T00:00',
+      '-raw 04-05T10:30 04-05T11:00',
+      '-everyKeyHourly 04-05T11:00 04-06T00:00',
+    ]);
+    // Fewer recorded days inside than outside, buckets, an outcome filter: the range alone.
+    for (const other of [
+      request({
+        groupBy: ['owner', 'server', 'tool'],
+        range: ninetyDays,
+        now,
+        recorded: { ...recorded, from: at('2025-06-01T00:00:00Z') },
+      }),
+      request({
+        groupBy: ['owner', 'server', 'tool'],
+        range: ninetyDays,
+        now,
+        recorded,
+        spec: bucketSpec('day', 0),
+      }),
+      request({
+        groupBy: ['owner', 'server', 'tool'],
+        range: ninetyDays,
+        now,
+        recorded,
+        outcomeFilter: true,
+      }),
+    ])
+      expect(sources(planOutcomeStats(other))).not.toContain('everyKeyAllTime');
+    // A grouping a weekly rollup keyed by fewer fields counts reads that one, not the rows of every key.
+    for (const groupBy of [
+      ['owner', 'server'],
+      ['configuration', 'tool'],
+      ['server'],
+    ] as OutcomeDimension[][])
+      expect([
+        groupBy,
+        sources(planOutcomeStats(request({ groupBy, range: ninetyDays, now, recorded }))),
+      ]).not.toContainEqual(expect.arrayContaining(['everyKeyAllTime']));
+    // Every grouping of server and tool with owner or configuration does, and an own-runs actor's.
+    for (const groupBy of [
+      ['owner', 'server', 'tool'],
+      ['configuration', 'server', 'tool'],
+      ['owner', 'configuration', 'server', 'tool'],
+    ] as OutcomeDimension[][])
+      expect(sources(planOutcomeStats(request({ groupBy, range: ninetyDays, now, recorded })))).toContain(
+        'everyKeyAllTime',
+      );
+    expect(
+      sources(
+        planOutcomeStats(
+          request({
+            groupBy: ['server', 'tool'],
+            filteredBy: ['owner', 'configuration'],
+            range: ninetyDays,
+            now,
+            recorded,
+          }),
+        ),
+      ),
+    ).toContain('everyKeyAllTime');
   });
 });
