@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
 import { type Database, selectRows } from '../../src/db/connection.ts';
 import {
+  groupsRankedByCounts,
   inStatsSnapshot,
   outcomeStatsCells,
   recordedCallDays,
@@ -14,7 +15,7 @@ import {
 } from '../../src/db/outcome-stats.ts';
 import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
-import { summarise } from '../../src/domain/outcome-stats.ts';
+import { type OutcomeDimension, type StatsCell, summarise } from '../../src/domain/outcome-stats.ts';
 import { bucketSpec } from '../../src/domain/time-buckets.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
@@ -391,6 +392,55 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     });
     const failed = fewestFailures.map((g) => g.counts.failed);
     expect(failed).toEqual([...failed].sort((a, b) => a - b));
+  });
+
+  it('ranks the rows of the rollup of all time as the sums over the range rank: every order, minimum and cut, ties included', async () => {
+    const db = api.db;
+    const recorded = await recordedCallDays(db);
+    const ranges = [
+      { from: new Date(from), to: new Date(to) },
+      { from: new Date(BASE - DAY), to: new Date(BASE + 6 * DAY) },
+    ];
+    const inOrder = (cells: StatsCell[]) => cells.map((cell) => JSON.stringify(cell)).sort();
+    let readAllTime = 0;
+    for (const range of ranges)
+      for (const groupBy of [
+        ['owner', 'configuration', 'server', 'tool'],
+        ['owner', 'server', 'tool'],
+      ] as OutcomeDimension[][])
+        for (const orderBy of ['total', 'failed', 'failureRate'] as const)
+          for (const descending of [true, false])
+            for (const [minCalls, first] of [
+              [0, 1],
+              [2, 3],
+              [0, 20],
+              [1, 500],
+            ] as const) {
+              const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
+              const ranking = { orderBy, descending, minCalls, first };
+              if (statsSegments({ ...query, recorded }).some((s) => s.source === 'everyKeyAllTime'))
+                readAllTime += 1;
+              const viaAllTime = await groupsRankedByCounts(db, { ...query, recorded }, ranking);
+              const viaRange = await groupsRankedByCounts(db, query, ranking);
+              expect([
+                groupBy,
+                orderBy,
+                descending,
+                minCalls,
+                first,
+                inOrder(viaAllTime.cells),
+                viaAllTime.more,
+              ]).toEqual([
+                groupBy,
+                orderBy,
+                descending,
+                minCalls,
+                first,
+                inOrder(viaRange.cells),
+                viaRange.more,
+              ]);
+            }
+    expect(readAllTime).toBe(2 * 2 * 3 * 2 * 4);
   });
 
   it('reads durations only for the groups it returns: a cut answer equals the same groups of the whole one', async () => {
