@@ -371,7 +371,12 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
       columns: [t.week, t.owner, t.configuration, t.server],
     }),
     startsOnMonday('tool_outcome_owner_configuration_server_weekly_monday', t.week),
-    index('tool_outcome_owner_configuration_server_weekly_owner_idx').on(t.owner, t.week),
+    index('tool_outcome_owner_configuration_server_weekly_group_idx').on(
+      t.owner,
+      t.configuration,
+      t.server,
+      t.week,
+    ),
     durationsShape('tool_outcome_owner_configuration_server_weekly_durations_shape', t.durations),
   ],
 );
@@ -499,6 +504,12 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
       columns: [t.week, t.owner, t.configuration, t.toolName],
     }),
     startsOnMonday('tool_outcome_owner_configuration_tool_weekly_monday', t.week),
+    index('tool_outcome_owner_configuration_tool_weekly_group_idx').on(
+      t.owner,
+      t.configuration,
+      t.toolName,
+      t.week,
+    ),
     durationsShape('tool_outcome_owner_configuration_tool_weekly_durations_shape', t.durations),
   ],
 );
@@ -525,6 +536,74 @@ export const toolOutcomeAllTimeDurations = pgTable(
       columns: [t.server, t.toolName, t.owner, t.configuration],
     }),
     durationsShape('tool_outcome_all_time_durations_shape', t.durations),
+  ],
+);
+
+/** Tool calls of all time by server, tool and owner: counts only, a row per key (migrations/0028). */
+export const toolOutcomeOwnerServerToolAllTime = pgTable(
+  'tool_outcome_owner_server_tool_all_time',
+  {
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    owner: text('owner').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_server_tool_all_time_pkey',
+      columns: [t.server, t.toolName, t.owner],
+    }),
+  ],
+);
+
+/** Tool calls of all time by server, tool and configuration: counts only, a row per key (migrations/0028). */
+export const toolOutcomeConfigurationServerToolAllTime = pgTable(
+  'tool_outcome_configuration_server_tool_all_time',
+  {
+    server: text('server').notNull(),
+    toolName: text('tool_name').notNull(),
+    configuration: text('configuration').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_configuration_server_tool_all_time_pkey',
+      columns: [t.server, t.toolName, t.configuration],
+    }),
+  ],
+);
+
+/** Tool calls of all time by owner, configuration and server: counts only, a row per key (migrations/0028). */
+export const toolOutcomeOwnerConfigurationServerAllTime = pgTable(
+  'tool_outcome_owner_configuration_server_all_time',
+  {
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_server_all_time_pkey',
+      columns: [t.owner, t.configuration, t.server],
+    }),
+  ],
+);
+
+/** Tool calls of all time by owner, configuration and tool: counts only, a row per key (migrations/0028). */
+export const toolOutcomeOwnerConfigurationToolAllTime = pgTable(
+  'tool_outcome_owner_configuration_tool_all_time',
+  {
+    owner: text('owner').notNull(),
+    configuration: text('configuration').notNull(),
+    toolName: text('tool_name').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_owner_configuration_tool_all_time_pkey',
+      columns: [t.owner, t.configuration, t.toolName],
+    }),
   ],
 );
 

@@ -38,6 +38,8 @@ export interface StatsQuery {
   now?: Date;
   /** Whole UTC days holding every call recorded, read in the same snapshot (see `RollupRequest.recorded`). */
   recorded?: StatsRange | null;
+  /** Rows each rollup holds, as the database estimates them (see `RollupRequest.rollupRows`). */
+  rollupRows?: Partial<Readonly<Record<RollupName, number>>> | null;
   /** Only these groups (their fields grouped by), as ranked by counts alone; null: every group. */
   onlyGroups?: readonly OutcomeGroupKey[] | null;
   /**
@@ -246,7 +248,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026 and 0027). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027 and 0028). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -267,6 +269,10 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   configurationToolWeekly: 'tool_outcome_configuration_tool_weekly',
   ownerConfigurationToolWeekly: 'tool_outcome_owner_configuration_tool_weekly',
   everyKeyAllTime: 'tool_outcome_all_time',
+  ownerConfigurationToolAllTime: 'tool_outcome_owner_configuration_tool_all_time',
+  ownerConfigurationServerAllTime: 'tool_outcome_owner_configuration_server_all_time',
+  configurationServerToolAllTime: 'tool_outcome_configuration_server_tool_all_time',
+  ownerServerToolAllTime: 'tool_outcome_owner_server_tool_all_time',
 };
 /** Every call ever recorded: the plan reads the whole table, less what lies outside the range elsewhere. */
 const ALL_TIME = { since: () => null, until: () => null, epochMs: null };
@@ -342,7 +348,13 @@ function rollupConditions(
  * Rollups with an index led by their key's fields, then the time (migration
  * 0022): one group's units are one range of it.
  */
-const INDEXED_BY_GROUP: ReadonlySet<RollupName> = new Set(['ownerServerWeekly', 'configurationServerWeekly']);
+const INDEXED_BY_GROUP: ReadonlySet<RollupName> = new Set([
+  'ownerServerWeekly',
+  'configurationServerWeekly',
+  // Migration 0028.
+  'ownerConfigurationServerWeekly',
+  'ownerConfigurationToolWeekly',
+]);
 
 /**
  * Only some groups, each of whose rows is found by the rollup's index on its
@@ -861,40 +873,60 @@ function rowsRankedOfAllTime(
   ranking: CountRanking,
 ): SQL {
   const columns = (table: string) => sql.raw(names.map((name) => `${table}.${name}, `).join(''));
+  const sameKey = (left: string, right: string) =>
+    sql.raw(
+      names.length > 0 ? names.map((name) => `${left}.${name} = ${right}.${name}`).join(' and ') : 'true',
+    );
+  const corrects = others.length > 0;
+  const parts: SQL[] = [];
+  if (corrects)
+    parts.push(sql`corrections as (
+      select ${sql.raw(names.map((name) => `${name}, `).join(''))} ${OUTCOME_SUMS}
+        from (${sql.join(others, sql` union all `)}) as parts
+       ${
+         names.length > 0
+           ? sql`group by ${sql.join(
+               names.map((_, i) => sql.raw(String(i + 1))),
+               sql`, `,
+             )}`
+           : sql``
+       })`);
+  // A group's calls in the range are never more than its calls of all time, nor its failures. Ranked
+  // by either, descending: of the first `first + 1 + k` groups of all time (k groups corrected, the
+  // only ones whose counts differ), at least `first + 1` are exact, so the `first + 1`st of the
+  // range counts at least as many as the last of them, and a group below it (corrected or not)
+  // cannot tie. Only those groups are corrected and ranked, found by a bounded sort, not every row
+  // joined with the corrections.
+  let rows = sql`(${allTime})`;
+  if (ranking.descending && ranking.orderBy !== 'failureRate') {
+    const ofAllTime = sql.raw(ranking.orderBy === 'total' ? 'a.ok + a.failed + a.cancelled' : 'a.failed');
+    const enough = sql`a.ok + a.failed + a.cancelled >= ${ranking.minCalls}`;
+    const offset = corrects
+      ? sql`${sql.raw(String(ranking.first))} + (select count(*) from corrections)`
+      : sql.raw(String(ranking.first));
+    parts.push(sql`candidates as (
+      select a.* from (${allTime}) as a
+       where ${enough}
+         and ${ofAllTime} >= coalesce((
+               select ${ofAllTime} from (${allTime}) as a where ${enough} order by 1 desc limit 1 offset ${offset}
+             ), 0)
+      )`);
+    rows = sql`candidates`;
+  }
   const corrected = (count: string) =>
-    others.length > 0
+    corrects
       ? sql.raw(`a.${count}::float8 + coalesce(c.${count}, 0) as ${count}`)
       : sql.raw(`a.${count}::float8 as ${count}`);
   const joined = sql`select ${columns('a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
-      from (${allTime}) as a
-      ${
-        others.length > 0
-          ? sql`left join corrections as c on ${sql.raw(
-              names.length > 0 ? names.map((name) => `c.${name} = a.${name}`).join(' and ') : 'true',
-            )}`
-          : sql``
-      }`;
+      from ${rows} as a
+      ${corrects ? sql`left join corrections as c on ${sameKey('c', 'a')}` : sql``}`;
   const calls = sql`(ok + failed + cancelled)`;
   const value = rankingValue(ranking.orderBy, sql`ok`, sql`failed`, calls);
   const kept = sql`${calls} > 0 and ${calls} >= ${ranking.minCalls}`;
   const [direction, beyond, noLimit] = ranking.descending
     ? ['desc', '>=', "'-Infinity'::float8"]
     : ['asc', '<=', "'Infinity'::float8"];
-  return sql`${
-    others.length > 0
-      ? sql`with corrections as (
-          select ${sql.raw(names.map((name) => `${name}, `).join(''))} ${OUTCOME_SUMS}
-            from (${sql.join(others, sql` union all `)}) as parts
-           ${
-             names.length > 0
-               ? sql`group by ${sql.join(
-                   names.map((_, i) => sql.raw(String(i + 1))),
-                   sql`, `,
-                 )}`
-               : sql``
-           })`
-      : sql``
-  }
+  return sql`${parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)}` : sql``}
     select ${columns('r')} r.ok, r.failed, r.cancelled
       from (${joined}) as r
      where ${kept}
@@ -915,23 +947,49 @@ export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto
     spec: query.spec,
     ...(query.now ? { now: query.now } : {}),
     ...(query.recorded ? { recorded: query.recorded } : {}),
+    ...(query.rollupRows ? { rollupRows: query.rollupRows } : {}),
+    countsOnly: query.durations === false,
   });
 }
 
 const DAY_MS = 86_400_000;
 
+/** What decides whether a range is read from the rollups of all time: see `RollupRequest`. */
+export interface CallsOnRecord {
+  recorded: StatsRange | null;
+  rollupRows: Partial<Record<RollupName, number>>;
+}
+
 /**
  * Whole UTC days holding every call recorded: from the first day of the daily
- * rollup by server to the end of its last (both ends of its key). A day whose
- * calls were all deleted may keep its row: the days can only be wider. Null
- * without calls.
+ * rollup by server to the end of its last (both ends of its key; a day whose
+ * calls were all deleted may keep its row: the days can only be wider; null
+ * without calls). And the rows of each rollup as the database's statistics
+ * estimate them (`pg_class.reltuples`, kept by ANALYZE and autovacuum; a table
+ * never analyzed has none).
  */
-export async function recordedCallDays(db: Database): Promise<StatsRange | null> {
-  const [row] = await selectRows<{ first: number | string | null; last: number | string | null }>(
+export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
+  const names = [...ROLLUPS.keys()];
+  const [row] = await selectRows<{
+    first: number | string | null;
+    last: number | string | null;
+    estimates: Array<number | string> | null;
+  }>(
     db,
-    sql`select ${epochMsSql(sql`min(day)::timestamp`)} as first, ${epochMsSql(sql`max(day)::timestamp`)} as last
+    sql`select ${epochMsSql(sql`min(day)::timestamp`)} as first, ${epochMsSql(sql`max(day)::timestamp`)} as last,
+               (select array_agg(coalesce(c.reltuples, -1)::float8 order by t.i)
+                  from unnest(${textArrayLiteral(names.map((name) => TABLES[name]))}::text[]) with ordinality as t(name, i)
+                  left join pg_class as c on c.oid = to_regclass(t.name)) as estimates
           from tool_outcome_server_daily`,
   );
-  if (row?.first == null || row.last == null) return null;
-  return { from: new Date(Number(row.first)), to: new Date(Number(row.last) + DAY_MS) };
+  const rollupRows: Partial<Record<RollupName, number>> = {};
+  names.forEach((name, i) => {
+    const estimate = Number(row?.estimates?.[i] ?? -1);
+    if (estimate > 0) rollupRows[name] = estimate;
+  });
+  const recorded =
+    row?.first == null || row.last == null
+      ? null
+      : { from: new Date(Number(row.first)), to: new Date(Number(row.last) + DAY_MS) };
+  return { recorded, rollupRows };
 }

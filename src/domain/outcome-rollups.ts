@@ -43,12 +43,18 @@ export type RollupName =
   | 'ownerConfigurationServerWeekly'
   | 'configurationToolWeekly'
   | 'ownerConfigurationToolWeekly'
-  | 'everyKeyAllTime';
+  | 'everyKeyAllTime'
+  | 'ownerConfigurationToolAllTime'
+  | 'ownerConfigurationServerAllTime'
+  | 'configurationServerToolAllTime'
+  | 'ownerServerToolAllTime';
 
 export interface RollupDefinition {
   name: RollupName;
   grain: RollupSpan;
   dimensions: readonly OutcomeDimension[];
+  /** It keeps no histograms: it answers only a request that reads none (a ranking's first pass). */
+  countsOnly?: true;
 }
 
 const EVERY_KEY: readonly OutcomeDimension[] = ['owner', 'configuration', 'server', 'tool'];
@@ -76,8 +82,31 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
   { name: 'configurationToolWeekly', grain: 'week', dimensions: ['configuration', 'tool'] },
   { name: 'ownerConfigurationToolWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'tool'] },
-  // Every call ever recorded, per key: a range holding most of the calls is read as all of them less
-  // those outside it, where the daily rollup keyed by every field holds about a row per call.
+  // Every call ever recorded, per key: a range holding most of the calls is read as all of them
+  // less those outside it, where the daily rollup keyed by every field holds about a row per call.
+  // Counts alone keyed by exactly the fields of groupings with many groups, whose groups the rows
+  // keyed by every field would sum a hash entry each.
+  {
+    name: 'ownerConfigurationToolAllTime',
+    grain: 'all',
+    dimensions: ['owner', 'configuration', 'tool'],
+    countsOnly: true,
+  },
+  {
+    name: 'ownerConfigurationServerAllTime',
+    grain: 'all',
+    dimensions: ['owner', 'configuration', 'server'],
+    countsOnly: true,
+  },
+  {
+    name: 'configurationServerToolAllTime',
+    grain: 'all',
+    dimensions: ['configuration', 'server', 'tool'],
+    countsOnly: true,
+  },
+  { name: 'ownerServerToolAllTime', grain: 'all', dimensions: ['owner', 'server', 'tool'], countsOnly: true },
+  // Every call ever recorded, per key of all four fields, with histograms: what the others count,
+  // and the histograms of the groups a ranking returns.
   { name: 'everyKeyAllTime', grain: 'all', dimensions: EVERY_KEY },
 ];
 
@@ -101,6 +130,15 @@ export interface RollupRequest {
    * lies outside a range, to read a range as all calls less those.
    */
   recorded?: StatsRange;
+  /** No histogram is read (counts alone): rollups that keep none may answer. */
+  countsOnly?: boolean;
+  /**
+   * Rows each rollup holds, as the database estimates them: a rollup of all
+   * time answers when it holds fewer rows than the coarsest rollup of the
+   * range holds in the range. Without them, only one keyed by no field that
+   * one lacks does.
+   */
+  rollupRows?: Partial<Readonly<Record<RollupName, number>>>;
 }
 
 /** A part of the range and where it is read from: a rollup, or run_steps itself (`raw`). */
@@ -125,7 +163,12 @@ export function rollupFor(
   grain: RollupSpan,
   needed: readonly OutcomeDimension[],
 ): RollupDefinition | undefined {
-  return OUTCOME_ROLLUPS.find(
+  return rollupsCovering(grain, needed).find((rollup) => !rollup.countsOnly);
+}
+
+/** Every rollup of a grain whose key holds every field the request needs, smallest first. */
+function rollupsCovering(grain: RollupSpan, needed: readonly OutcomeDimension[]): RollupDefinition[] {
+  return OUTCOME_ROLLUPS.filter(
     (rollup) => rollup.grain === grain && needed.every((field) => rollup.dimensions.includes(field)),
   );
 }
@@ -279,9 +322,12 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
 /**
  * The rollup of all time that reads a request's range as every call recorded
  * less those outside the range, when one covers it and the range holds more
- * of the recorded days than lie outside it: without time buckets (its rows
- * have no time) and keyed by no field the coarsest rollup that reads the
- * range lacks (a row per key of all time where that one's rows are fewer).
+ * of the recorded days than lie outside it, without time buckets (its rows
+ * have no time). For counts alone, the one of fewest rows if it holds fewer
+ * than the coarsest rollup of the range holds in the range (by the database's
+ * estimates); otherwise, or without estimates, the first keyed by no field
+ * the coarsest rollup lacks (a row per key of all time, where that one holds
+ * a row per key and unit).
  */
 function allOfTime(
   request: RollupRequest,
@@ -292,12 +338,35 @@ function allOfTime(
   if (!recorded || request.spec !== null || request.outcomeFilter || !coarsest) return null;
   // The statements name the days' bounds: only within the instants a DateTime holds.
   if (!isInstantInRange(recorded.from) || !isInstantInRange(recorded.to)) return null;
-  const rollup = rollupFor('all', needed);
-  if (!rollup?.dimensions.every((field) => coarsest.dimensions.includes(field))) return null;
   const [from, to] = [range.from.getTime(), range.to.getTime()];
   const inside = Math.min(to, recorded.to.getTime()) - Math.max(from, recorded.from.getTime());
   const outside = Math.max(0, from - recorded.from.getTime()) + Math.max(0, recorded.to.getTime() - to);
-  return inside > outside ? { rollup, recorded } : null;
+  if (inside <= outside) return null;
+  const candidates = rollupsCovering('all', needed).filter(
+    (rollup) => request.countsOnly || !rollup.countsOnly,
+  );
+  const rows = (name: RollupName) => {
+    const estimate = request.rollupRows?.[name];
+    return estimate !== undefined && estimate > 0 ? estimate : null;
+  };
+  const tierRows = rows(coarsest.source);
+  const sized = candidates.flatMap((rollup) => {
+    const estimate = rows(rollup.name);
+    return estimate === null ? [] : [{ rollup, estimate }];
+  });
+  // Counts alone read every row of the range, whichever rollup holds them: the fewest rows win. A
+  // histogram is read only for the groups returned, found by the key of a rollup keyed by no field
+  // the coarsest lacks.
+  if (request.countsOnly && tierRows !== null && sized.length === candidates.length && sized.length > 0) {
+    // The coarsest rollup's rows of the range, as a share of its rows of the recorded days.
+    const smallest = sized.reduce((a, b) => (b.estimate < a.estimate ? b : a));
+    const inRange = (tierRows * inside) / (recorded.to.getTime() - recorded.from.getTime());
+    return smallest.estimate < inRange ? { rollup: smallest.rollup, recorded } : null;
+  }
+  const rollup = candidates.find((each) =>
+    each.dimensions.every((field) => coarsest.dimensions.includes(field)),
+  );
+  return rollup ? { rollup, recorded } : null;
 }
 
 interface Tier {

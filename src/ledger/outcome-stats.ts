@@ -1,9 +1,9 @@
 import type { Database } from '../db/connection.ts';
 import {
+  callsOnRecord,
   groupsRankedByCounts,
   inStatsSnapshot,
   outcomeStatsCells,
-  recordedCallDays,
   type StatsQuery,
 } from '../db/outcome-stats.ts';
 import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
@@ -102,7 +102,7 @@ async function groupsInSnapshot(
     outcomes: query.filter.outcomes,
     now: query.now,
     // Without buckets a range may be read as every call recorded less those outside it.
-    recorded: spec === null ? await recordedCallDays(db) : null,
+    ...(spec === null ? await callsOnRecord(db) : {}),
   };
   const ranking = {
     orderBy: query.orderBy,

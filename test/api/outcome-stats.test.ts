@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
 import { type Database, selectRows } from '../../src/db/connection.ts';
 import {
+  callsOnRecord,
   groupsRankedByCounts,
   inStatsSnapshot,
   outcomeStatsCells,
-  recordedCallDays,
   STATS_PARALLEL_SETUP_COST,
   STATS_WORK_MEM,
   type StatsQuery,
@@ -396,7 +396,14 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
 
   it('ranks the rows of the rollup of all time as the sums over the range rank: every order, minimum and cut, ties included', async () => {
     const db = api.db;
-    const recorded = await recordedCallDays(db);
+    const { recorded } = await callsOnRecord(db);
+    // Rows of each rollup as if the rollups of all time were the smallest, the counts alone first.
+    const rollupRows = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
+    );
+    const allTime = new Set<string>(
+      OUTCOME_ROLLUPS.filter((rollup) => rollup.grain === 'all').map((rollup) => rollup.name),
+    );
     const ranges = [
       { from: new Date(from), to: new Date(to) },
       { from: new Date(BASE - DAY), to: new Date(BASE + 6 * DAY) },
@@ -407,6 +414,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       for (const groupBy of [
         ['owner', 'configuration', 'server', 'tool'],
         ['owner', 'server', 'tool'],
+        ['configuration', 'server', 'tool'],
+        ['owner', 'configuration', 'server'],
+        ['owner', 'configuration', 'tool'],
+        ['owner', 'server'],
       ] as OutcomeDimension[][])
         for (const orderBy of ['total', 'failed', 'failureRate'] as const)
           for (const descending of [true, false])
@@ -418,9 +429,9 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
             ] as const) {
               const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
               const ranking = { orderBy, descending, minCalls, first };
-              if (statsSegments({ ...query, recorded }).some((s) => s.source === 'everyKeyAllTime'))
-                readAllTime += 1;
-              const viaAllTime = await groupsRankedByCounts(db, { ...query, recorded }, ranking);
+              const counted = { ...query, recorded, rollupRows, durations: false };
+              if (statsSegments(counted).some((segment) => allTime.has(segment.source))) readAllTime += 1;
+              const viaAllTime = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
               const viaRange = await groupsRankedByCounts(db, query, ranking);
               expect([
                 groupBy,
@@ -440,7 +451,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
                 viaRange.more,
               ]);
             }
-    expect(readAllTime).toBe(2 * 2 * 3 * 2 * 4);
+    expect(readAllTime).toBe(2 * 6 * 3 * 2 * 4);
   });
 
   it('reads durations only for the groups it returns: a cut answer equals the same groups of the whole one', async () => {
@@ -621,35 +632,43 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       // Every grouping with every bucket; ranges and owners taken in turn, so each meets each.
       let turn = 0;
       // The days holding the calls: a range holding most of them may be read as all calls less the rest.
-      const recorded = await recordedCallDays(db);
+      const { recorded } = await callsOnRecord(db);
       expect(recorded).not.toBeNull();
+      // Rows of each rollup as if the rollups of all time were the smallest: they read every range they can.
+      const rollupRows = Object.fromEntries(
+        OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
+      );
       for (const groupBy of groupings)
         for (const [bucket, offset] of buckets) {
           turn += 1;
           const range = [wholeHours, partialHours, weeks][turn % 3] ?? wholeHours;
           const owners = turn % 4 === 0 ? ['bob'] : null;
-          const query: StatsQuery = {
-            groupBy,
-            range,
-            spec: bucket ? bucketSpec(bucket, offset) : null,
-            owners,
-            ...filters[turn % filters.length],
-            // Answered at the range's end now and then: its last units read whole, less what is to come.
-            ...(turn % 2 === 0 ? { now: range.to } : {}),
-            ...(turn % 5 !== 0 ? { recorded } : {}),
-          };
-          for (const segment of statsSegments(query)) sourcesUsed.add(segment.source);
-          const options = {
-            spec: query.spec,
-            range: query.range,
-            orderBy: 'key' as const,
-            descending: false,
-            minCalls: 1,
-            first: 500,
-          };
-          const viaRollups = summarise(await outcomeStatsCells(db, query, 'auto'), options);
-          const viaSteps = summarise(await outcomeStatsCells(db, query, 'raw'), options);
-          expect(viaRollups).toEqual(viaSteps);
+          // Without buckets, counts alone too: the rollups of all time that keep no histograms may answer.
+          for (const countsOnly of bucket === null ? [false, true] : [false]) {
+            const query: StatsQuery = {
+              groupBy,
+              range,
+              spec: bucket ? bucketSpec(bucket, offset) : null,
+              owners,
+              ...filters[turn % filters.length],
+              // Answered at the range's end now and then: its last units read whole, less what is to come.
+              ...(turn % 2 === 0 ? { now: range.to } : {}),
+              ...(turn % 5 !== 0 ? { recorded } : {}),
+              ...(countsOnly ? { durations: false, rollupRows } : {}),
+            };
+            for (const segment of statsSegments(query)) sourcesUsed.add(segment.source);
+            const options = {
+              spec: query.spec,
+              range: query.range,
+              orderBy: 'key' as const,
+              descending: false,
+              minCalls: 1,
+              first: 500,
+            };
+            const viaRollups = summarise(await outcomeStatsCells(db, query, 'auto'), options);
+            const viaSteps = summarise(await outcomeStatsCells(db, query, 'raw'), options);
+            expect(viaRollups).toEqual(viaSteps);
+          }
         }
     };
     await compare();

@@ -65,8 +65,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     columns: ReadonlyArray<'owner' | 'configuration' | 'server' | 'tool_name'>,
     /** The table of its histograms, a row per key and duration bucket, when they are not in its rows. */
     durations: string | null = null,
-    /** The table of its histograms, a row per key, when they are not in its rows. */
-    histograms: string | null = null,
+    /** The table of its histograms, a row per key, when they are not in its rows; false: it keeps none. */
+    histograms: string | null | false = null,
   ) => ({
     table,
     time,
@@ -124,6 +124,28 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       null,
       'tool_outcome_all_time_durations',
     ),
+    rollupOf('tool_outcome_owner_server_tool_all_time', 'all', ['server', 'tool_name', 'owner'], null, false),
+    rollupOf(
+      'tool_outcome_configuration_server_tool_all_time',
+      'all',
+      ['server', 'tool_name', 'configuration'],
+      null,
+      false,
+    ),
+    rollupOf(
+      'tool_outcome_owner_configuration_server_all_time',
+      'all',
+      ['owner', 'configuration', 'server'],
+      null,
+      false,
+    ),
+    rollupOf(
+      'tool_outcome_owner_configuration_tool_all_time',
+      'all',
+      ['owner', 'configuration', 'tool_name'],
+      null,
+      false,
+    ),
   ] as const;
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
@@ -132,7 +154,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     const rows = await database.handle.withSession((s) =>
       s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
         `SELECT ${key} AS key, ok::text AS ok, failed::text AS failed,
-                cancelled::text AS cancelled, ${durations || histograms ? `'{}'::text[]` : 'durations::text[]'} AS durations
+                cancelled::text AS cancelled, ${durations || histograms !== null ? `'{}'::text[]` : 'durations::text[]'} AS durations
            FROM ${table}`,
       ),
     );
@@ -172,7 +194,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     return new Map([...counted].filter(([, counts]) => counts.some((count) => count !== 0)));
   };
   /** The same, counted here from run_steps and runs by the TypeScript twins of the SQL rules. */
-  const recount = async ({ of }: (typeof ROLLUPS)[number]) => {
+  const recount = async ({ of, histograms }: (typeof ROLLUPS)[number]) => {
     const counts = new Map<string, number[]>();
     const steps = await database.handle.db
       .select({ step: runSteps, owner: runs.owner, configuration: runs.configuration })
@@ -182,10 +204,12 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       const outcome = statedOutcome(step.kind, step.toolIsError, step.toolOutcome);
       if (outcome === null) continue;
       const key = of({ ...step, owner, configuration });
-      const row = counts.get(key) ?? new Array<number>(3 + DURATION_BUCKETS).fill(0);
+      // A rollup that keeps no histograms counts by outcome alone.
+      const row =
+        counts.get(key) ?? new Array<number>(histograms === false ? 3 : 3 + DURATION_BUCKETS).fill(0);
       for (const index of [
         ['ok', 'failed', 'cancelled'].indexOf(outcome),
-        3 + durationBucket(step.durationMs),
+        ...(histograms === false ? [] : [3 + durationBucket(step.durationMs)]),
       ])
         row[index] = (row[index] ?? 0) + 1;
       counts.set(key, row);

@@ -442,6 +442,42 @@ describe('which rollup answers which statistics request', () => {
     );
   });
 
+  it('counts a range from the rollup of all time with the fewest rows, where it holds fewer than the coarsest rollup of the range holds there; histograms from one keyed as the coarsest', () => {
+    const recorded = { from: at('2026-01-05T00:00:00Z'), to: at('2026-04-06T00:00:00Z') };
+    const range = { from: at('2026-01-06T10:30:00Z'), to: at('2026-04-05T10:30:00Z') };
+    const now = range.to;
+    // Rows as on 300 owners, 120 configurations, 40 servers of 15 tools over 90 days.
+    const rollupRows = {
+      ownerServerWeekly: 150_000,
+      serverToolWeekly: 7_800,
+      configurationToolWeekly: 25_194,
+      ownerConfigurationToolWeekly: 163_657,
+      everyKeyDaily: 818_061,
+      ownerConfigurationToolAllTime: 13_500,
+      ownerConfigurationServerAllTime: 35_858,
+      configurationServerToolAllTime: 70_938,
+      ownerServerToolAllTime: 147_501,
+      everyKeyAllTime: 284_995,
+    };
+    // A rollup of all time, when one reads the range, comes first in the plan.
+    const whole = (groupBy: OutcomeDimension[], extra: Partial<RollupRequest> = {}) =>
+      sources(
+        planOutcomeStats(request({ groupBy, range, now, recorded, rollupRows, countsOnly: true, ...extra })),
+      )[0];
+    expect(whole(['owner', 'server'])).toBe('ownerConfigurationServerAllTime');
+    expect(whole(['owner', 'server', 'tool'])).toBe('ownerServerToolAllTime');
+    expect(whole(['configuration', 'tool'])).toBe('ownerConfigurationToolAllTime');
+    expect(whole(['owner', 'configuration', 'server', 'tool'])).toBe('everyKeyAllTime');
+    // Fewer rows in the weekly rollup by server and tool than in any of all time: the range's own plan.
+    expect(whole(['server', 'tool'])).not.toMatch(/AllTime$/);
+    // Histograms: only a rollup that keeps them, keyed by no field the coarsest lacks.
+    expect(whole(['owner', 'server', 'tool'], { countsOnly: false })).toBe('everyKeyAllTime');
+    expect(whole(['owner', 'server'], { countsOnly: false })).not.toMatch(/AllTime$/);
+    // Without estimates, counts alone: the first rollup of all time keyed by no field the coarsest lacks.
+    expect(whole(['owner', 'server', 'tool'], { rollupRows: {} })).toBe('ownerServerToolAllTime');
+    expect(whole(['owner', 'server'], { rollupRows: {} })).not.toMatch(/AllTime$/);
+  });
+
   it('reads a range holding most of the recorded days as every call less those outside it, for groupings only the rollups keyed by every field count', () => {
     const recorded = { from: at('2026-01-05T00:00:00Z'), to: at('2026-04-06T00:00:00Z') };
     const ninetyDays = { from: at('2026-01-06T10:30:00Z'), to: at('2026-04-05T10:30:00Z') };
