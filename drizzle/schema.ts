@@ -514,6 +514,10 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
   ],
 );
 
+/** An index on the calls a rollup row counts, to rank its rows by them (migrations/0029). */
+const callsIndex = (name: string, t: { ok: AnyPgColumn; failed: AnyPgColumn; cancelled: AnyPgColumn }) =>
+  index(name).using('btree', sql`(${t.ok} + ${t.failed} + ${t.cancelled})`);
+
 /** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
 export const toolOutcomeAllTime = pgTable(
   'tool_outcome_all_time',
@@ -523,6 +527,7 @@ export const toolOutcomeAllTime = pgTable(
       name: 'tool_outcome_all_time_pkey',
       columns: [t.server, t.toolName, t.owner, t.configuration],
     }),
+    callsIndex('tool_outcome_all_time_calls_idx', t),
   ],
 );
 
@@ -553,6 +558,7 @@ export const toolOutcomeOwnerServerToolAllTime = pgTable(
       name: 'tool_outcome_owner_server_tool_all_time_pkey',
       columns: [t.server, t.toolName, t.owner],
     }),
+    callsIndex('tool_outcome_owner_server_tool_all_time_calls_idx', t),
   ],
 );
 
@@ -570,6 +576,7 @@ export const toolOutcomeConfigurationServerToolAllTime = pgTable(
       name: 'tool_outcome_configuration_server_tool_all_time_pkey',
       columns: [t.server, t.toolName, t.configuration],
     }),
+    callsIndex('tool_outcome_configuration_server_tool_all_time_calls_idx', t),
   ],
 );
 
@@ -587,6 +594,7 @@ export const toolOutcomeOwnerConfigurationServerAllTime = pgTable(
       name: 'tool_outcome_owner_configuration_server_all_time_pkey',
       columns: [t.owner, t.configuration, t.server],
     }),
+    callsIndex('tool_outcome_owner_configuration_server_all_time_calls_idx', t),
   ],
 );
 
@@ -604,6 +612,7 @@ export const toolOutcomeOwnerConfigurationToolAllTime = pgTable(
       name: 'tool_outcome_owner_configuration_tool_all_time_pkey',
       columns: [t.owner, t.configuration, t.toolName],
     }),
+    callsIndex('tool_outcome_owner_configuration_tool_all_time_calls_idx', t),
   ],
 );
 
