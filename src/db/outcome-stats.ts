@@ -479,20 +479,20 @@ function whereAll(conditions: readonly SQL[]): SQL {
   return conditions.length > 0 ? sql`where ${sql.join([...conditions], sql` and `)}` : sql``;
 }
 
+/** `group by 1, 2, ...` over the first `count` columns of a select, or nothing without columns. */
+function groupByFirst(count: number): SQL {
+  return count > 0
+    ? sql`group by ${sql.raw(Array.from({ length: count }, (_, i) => String(i + 1)).join(', '))}`
+    : sql``;
+}
+
 /** The histograms of a histograms table's rows that the conditions keep, summed per key (its counts are elsewhere). */
 function histogramStatement(table: string, query: StatsQuery, keys: SQL[], conditions: SQL[]): SQL {
   return sql`
     select ${sql.join([...keys, sql``], sql`, `)} 0 as ok, 0 as failed, 0 as cancelled ${histogramSums(query)}
       from ${sql.raw(table)}
      ${whereAll(conditions)}
-     ${
-       keys.length > 0
-         ? sql`group by ${sql.join(
-             keys.map((_, i) => sql.raw(String(i + 1))),
-             sql`, `,
-           )}`
-         : sql``
-     }`;
+     ${groupByFirst(keys.length)}`;
 }
 
 /** A durations table's row summed: the key's fields as named, and the calls of one duration bucket. */
@@ -572,14 +572,7 @@ function rollupStatement(rollup: Rollup, query: StatsQuery, from: Date, to: Date
            ${histogram}
       from ${sql.raw(rollup.table)}
      ${whereAll(conditions)}
-     ${
-       keys.length > 0
-         ? sql`group by ${sql.join(
-             keys.map((_, i) => sql.raw(String(i + 1))),
-             sql`, `,
-           )}`
-         : sql``
-     }
+     ${groupByFirst(keys.length)}
     having ${CALLS_SUM} > 0`;
 }
 
@@ -802,7 +795,6 @@ export async function groupsRankedByCounts(
 ): Promise<{ cells: StatsCell[]; more: boolean }> {
   const counted: StatsQuery = { ...query, spec: null, durations: false, onlyGroups: null };
   const names = ROW_FIELDS.filter((field) => counted.groupBy.includes(field));
-  const nameList = sql.raw(names.map((name) => `${name}, `).join(''));
   const segments = statsSegments(counted);
   if (segments.length === 0) return { cells: [], more: false };
   const rowsOf = ({ from, to, source }: StatsSegment) => {
@@ -814,7 +806,7 @@ export async function groupsRankedByCounts(
   };
   const signed = (segment: StatsSegment) => {
     const sign = segment.subtract ? sql.raw('-') : sql``;
-    return sql`select ${nameList} ${sign}ok as ok, ${sign}failed as failed, ${sign}cancelled as cancelled
+    return sql`select ${nameColumns(names)} ${sign}ok as ok, ${sign}failed as failed, ${sign}cancelled as cancelled
                  from (${rowsOf(segment)}) as part`;
   };
   const whole = segments.find(({ source }) => {
@@ -844,14 +836,22 @@ function rankingValue(orderBy: CountRanking['orderBy'], ok: SQL, failed: SQL, ca
   }[orderBy];
 }
 
+/** The grouped fields as named, each followed by a comma, to lead a select list. */
+function nameColumns(names: readonly OutcomeDimension[], table?: string): SQL {
+  return sql.raw(names.map((name) => `${table ? `${table}.` : ''}${name}, `).join(''));
+}
+
+/** The parts' rows (the grouped fields as named, and signed counts) summed per group. */
+function summedParts(parts: SQL[], names: readonly OutcomeDimension[]): SQL {
+  return sql`select ${nameColumns(names)} ${OUTCOME_SUMS}
+          from (${sql.join(parts, sql` union all `)}) as parts
+         ${groupByFirst(names.length)}`;
+}
+
 /** Every part's rows summed per group, ranked, cut after `first + 1` with ties. */
 function rankedSums(parts: SQL[], names: readonly OutcomeDimension[], ranking: CountRanking): SQL {
-  const keys = names.map((_, i) => sql.raw(String(i + 1)));
   const value = rankingValue(ranking.orderBy, countSum(sql`ok`), countSum(sql`failed`), CALLS_SUM);
-  return sql`select ${sql.raw(names.map((name) => `${name}, `).join(''))}
-               ${OUTCOME_SUMS}
-          from (${sql.join(parts, sql` union all `)}) as parts
-         ${keys.length > 0 ? sql`group by ${sql.join(keys, sql`, `)}` : sql``}
+  return sql`${summedParts(parts, names)}
         having ${CALLS_SUM} > 0 and ${CALLS_SUM} >= ${ranking.minCalls}
          order by ${value} ${sql.raw(ranking.descending ? 'desc' : 'asc')}
          fetch first ${sql.raw(String(ranking.first + 1))} rows with ties`;
@@ -872,25 +872,13 @@ function rowsRankedOfAllTime(
   names: readonly OutcomeDimension[],
   ranking: CountRanking,
 ): SQL {
-  const columns = (table: string) => sql.raw(names.map((name) => `${table}.${name}, `).join(''));
   const sameKey = (left: string, right: string) =>
     sql.raw(
       names.length > 0 ? names.map((name) => `${left}.${name} = ${right}.${name}`).join(' and ') : 'true',
     );
   const corrects = others.length > 0;
   const parts: SQL[] = [];
-  if (corrects)
-    parts.push(sql`corrections as (
-      select ${sql.raw(names.map((name) => `${name}, `).join(''))} ${OUTCOME_SUMS}
-        from (${sql.join(others, sql` union all `)}) as parts
-       ${
-         names.length > 0
-           ? sql`group by ${sql.join(
-               names.map((_, i) => sql.raw(String(i + 1))),
-               sql`, `,
-             )}`
-           : sql``
-       })`);
+  if (corrects) parts.push(sql`corrections as (${summedParts(others, names)})`);
   // A group's calls in the range are never more than its calls of all time, nor its failures. Ranked
   // by either, descending: of the first `first + 1 + k` groups of all time (k groups corrected, the
   // only ones whose counts differ), at least `first + 1` are exact, so the `first + 1`st of the
@@ -917,7 +905,7 @@ function rowsRankedOfAllTime(
     corrects
       ? sql.raw(`a.${count}::float8 + coalesce(c.${count}, 0) as ${count}`)
       : sql.raw(`a.${count}::float8 as ${count}`);
-  const joined = sql`select ${columns('a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
+  const joined = sql`select ${nameColumns(names, 'a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
       from ${rows} as a
       ${corrects ? sql`left join corrections as c on ${sameKey('c', 'a')}` : sql``}`;
   const calls = sql`(ok + failed + cancelled)`;
@@ -927,7 +915,7 @@ function rowsRankedOfAllTime(
     ? ['desc', '>=', "'-Infinity'::float8"]
     : ['asc', '<=', "'Infinity'::float8"];
   return sql`${parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)}` : sql``}
-    select ${columns('r')} r.ok, r.failed, r.cancelled
+    select ${nameColumns(names, 'r')} r.ok, r.failed, r.cancelled
       from (${joined}) as r
      where ${kept}
        and ${value} ${sql.raw(beyond)} coalesce((
