@@ -797,6 +797,7 @@ export async function groupsRankedByCounts(
   const names = ROW_FIELDS.filter((field) => counted.groupBy.includes(field));
   const segments = statsSegments(counted);
   if (segments.length === 0) return { cells: [], more: false };
+  // A rollup's rows as they are, summed once with the rest: summing each part first cost a third more.
   const rowsOf = ({ from, to, source }: StatsSegment) => {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);

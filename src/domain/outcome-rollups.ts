@@ -15,10 +15,10 @@ import {
  * tested on its own.
  *
  * A rollup holds the calls counted per unit of time (a UTC hour, a UTC day or
- * a week from Monday, 00:00 UTC) and per the key fields it lists; it answers a
- * request whose grouping and filters need no field it lacks. The lists are in
- * order of expected size, smallest first, and the first rollup that covers a
- * request answers it.
+ * a week from Monday, 00:00 UTC), or of all time, and per the key fields it
+ * lists; it answers a request whose grouping and filters need no field it
+ * lacks. The lists are in order of expected size, smallest first, and the
+ * first rollup that covers a request answers it (of all time: see allOfTime).
  */
 export type RollupGrain = 'hour' | 'day' | 'week';
 /** A rollup's unit of time: a grain, or `all` (no time: every call ever recorded, per key). */
