@@ -616,6 +616,37 @@ export const toolOutcomeOwnerConfigurationToolAllTime = pgTable(
   ],
 );
 
+/** Tool calls of all time by owner and server: counts only, a row per key (migrations/0030). */
+export const toolOutcomeOwnerServerAllTime = pgTable(
+  'tool_outcome_owner_server_all_time',
+  {
+    owner: text('owner').notNull(),
+    server: text('server').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({ name: 'tool_outcome_owner_server_all_time_pkey', columns: [t.owner, t.server] }),
+    callsIndex('tool_outcome_owner_server_all_time_calls_idx', t),
+  ],
+);
+
+/** Tool calls of all time by configuration and server: counts only, a row per key (migrations/0030). */
+export const toolOutcomeConfigurationServerAllTime = pgTable(
+  'tool_outcome_configuration_server_all_time',
+  {
+    configuration: text('configuration').notNull(),
+    server: text('server').notNull(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_configuration_server_all_time_pkey',
+      columns: [t.configuration, t.server],
+    }),
+    callsIndex('tool_outcome_configuration_server_all_time_calls_idx', t),
+  ],
+);
+
 export const toolOutcomeServerHourly = pgTable(
   'tool_outcome_server_hourly',
   {

@@ -248,7 +248,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027 and 0028). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027, 0028 and 0030). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -273,6 +273,8 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationServerAllTime: 'tool_outcome_owner_configuration_server_all_time',
   configurationServerToolAllTime: 'tool_outcome_configuration_server_tool_all_time',
   ownerServerToolAllTime: 'tool_outcome_owner_server_tool_all_time',
+  ownerServerAllTime: 'tool_outcome_owner_server_all_time',
+  configurationServerAllTime: 'tool_outcome_configuration_server_all_time',
 };
 /** Every call ever recorded: the plan reads the whole table, less what lies outside the range elsewhere. */
 const ALL_TIME = { since: () => null, until: () => null, epochMs: null };

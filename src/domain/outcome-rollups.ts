@@ -47,7 +47,9 @@ export type RollupName =
   | 'ownerConfigurationToolAllTime'
   | 'ownerConfigurationServerAllTime'
   | 'configurationServerToolAllTime'
-  | 'ownerServerToolAllTime';
+  | 'ownerServerToolAllTime'
+  | 'ownerServerAllTime'
+  | 'configurationServerAllTime';
 
 export interface RollupDefinition {
   name: RollupName;
@@ -86,6 +88,13 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   // less those outside it, where the daily rollup keyed by every field holds about a row per call.
   // Counts alone keyed by exactly the fields of groupings with many groups, whose groups the rows
   // keyed by every field would sum a hash entry each.
+  {
+    name: 'configurationServerAllTime',
+    grain: 'all',
+    dimensions: ['configuration', 'server'],
+    countsOnly: true,
+  },
+  { name: 'ownerServerAllTime', grain: 'all', dimensions: ['owner', 'server'], countsOnly: true },
   {
     name: 'ownerConfigurationToolAllTime',
     grain: 'all',

@@ -453,6 +453,8 @@ describe('which rollup answers which statistics request', () => {
       configurationToolWeekly: 25_194,
       ownerConfigurationToolWeekly: 163_657,
       everyKeyDaily: 818_061,
+      configurationServerAllTime: 9_000,
+      ownerServerAllTime: 12_000,
       ownerConfigurationToolAllTime: 13_500,
       ownerConfigurationServerAllTime: 35_858,
       configurationServerToolAllTime: 70_938,
@@ -464,7 +466,11 @@ describe('which rollup answers which statistics request', () => {
       sources(
         planOutcomeStats(request({ groupBy, range, now, recorded, rollupRows, countsOnly: true, ...extra })),
       )[0];
-    expect(whole(['owner', 'server'])).toBe('ownerConfigurationServerAllTime');
+    expect(whole(['owner', 'server'])).toBe('ownerServerAllTime');
+    // Without a rollup of all time keyed by exactly its fields, one keyed by more, if it holds fewer rows.
+    expect(whole(['owner', 'server'], { rollupRows: { ...rollupRows, ownerServerAllTime: 200_000 } })).toBe(
+      'ownerConfigurationServerAllTime',
+    );
     expect(whole(['owner', 'server', 'tool'])).toBe('ownerServerToolAllTime');
     expect(whole(['configuration', 'tool'])).toBe('ownerConfigurationToolAllTime');
     expect(whole(['owner', 'configuration', 'server', 'tool'])).toBe('everyKeyAllTime');
@@ -475,7 +481,7 @@ describe('which rollup answers which statistics request', () => {
     expect(whole(['owner', 'server'], { countsOnly: false })).not.toMatch(/AllTime$/);
     // Without estimates, counts alone: the first rollup of all time keyed by no field the coarsest lacks.
     expect(whole(['owner', 'server', 'tool'], { rollupRows: {} })).toBe('ownerServerToolAllTime');
-    expect(whole(['owner', 'server'], { rollupRows: {} })).not.toMatch(/AllTime$/);
+    expect(whole(['server', 'tool'], { rollupRows: {} })).not.toMatch(/AllTime$/);
   });
 
   it('reads a range holding most of the recorded days as every call less those outside it, for groupings only the rollups keyed by every field count', () => {
