@@ -101,12 +101,17 @@ function groupsRelation(groups: readonly OutcomeGroupKey[], fields: readonly Out
 function onlyGroupsSql(query: StatsQuery): SQL[] {
   const groups = query.onlyGroups;
   if (!groups) return [];
-  const fields = [...new Set(query.groupBy)];
-  const conditions = fields.map(
-    (field) =>
-      inList(ROLLUP_COLUMNS[field], [...new Set(groups.map((group) => group[GROUP_FIELD[field]] ?? ''))]) ??
-      sql`false`,
+  const names = new Map(
+    [...new Set(query.groupBy)].map((field) => [
+      field,
+      [...new Set(groups.map((group) => group[GROUP_FIELD[field]] ?? ''))],
+    ]),
   );
+  const conditions = [...names].map(([field, values]) => inList(ROLLUP_COLUMNS[field], values) ?? sql`false`);
+  // A field all the groups share is fixed by its condition, and left out of the pairs: named in
+  // both, the planner carried it over to the groups, took 500 of them for 3, and looked each up in
+  // an index led by the day (every row of the days read for each group: 110 ms, not 3).
+  const fields = [...names].filter(([, values]) => values.length > 1).map(([field]) => field);
   if (fields.length < 2) return conditions;
   return [
     ...conditions,
@@ -769,26 +774,22 @@ export function inStatsSnapshot<T>(db: Database, work: (tx: Database) => Promise
   );
 }
 
-/** A ranking by a count (a ranking by key orders names, which the database collates its own way). */
+/** How the groups rank: the domain's order (`RankOptions`), a count's or the key's. */
 export interface CountRanking {
-  orderBy: Exclude<OutcomeOrderField, 'key'>;
+  orderBy: OutcomeOrderField;
   descending: boolean;
   minCalls: number;
   first: number;
 }
 
 /**
- * The groups that can be among the first `first` of a ranking by a count, and
- * whether more groups have calls (and `minCalls`): the counts of every part of
- * the range summed per group in the database, where thousands of groups stay,
- * ordered by the domain's value (the same integers, the same division in
- * float8), and cut after the first `first + 1` with every group tied with the
- * last (`with ties`). Every group of the first `first` is among them, so the
- * domain's order by key among equals picks the same groups from these as from
- * all; and there are more than `first` groups exactly when more than `first`
- * come back (counting them all, `count(*) over ()`, kept every group of all
- * four fields, 285,000 in `wide`). Totals do not depend on time buckets: the
- * range is read without them.
+ * The first `first + 1` groups of a ranking, in its order, each with its
+ * counts over the whole range (so more than `first` groups come back exactly
+ * when some were left out): the counts of every part of the range summed per
+ * group in the database, where thousands of groups stay, ordered as the
+ * domain orders them (the same integers, the same division in float8, ties and
+ * keys by code point: `collate "C"`). Totals do not depend on time buckets:
+ * the range is read without them.
  */
 export async function groupsRankedByCounts(
   db: Database,
@@ -830,13 +831,28 @@ export async function groupsRankedByCounts(
   return { cells: rows.map((row) => toCell(row, NO_DURATIONS)), more: rows.length > ranking.first };
 }
 
-/** What a ranking orders by, of the three counts given (float8 expressions): the domain's value, in the same arithmetic. */
-function rankingValue(orderBy: CountRanking['orderBy'], ok: SQL, failed: SQL, calls: SQL): SQL {
-  return {
-    total: calls,
-    failed,
-    failureRate: sql`coalesce(${failed} / nullif(${ok} + ${failed}, 0), '-Infinity'::float8)`,
-  }[orderBy];
+/**
+ * A ranking's `order by`, of the three counts given (float8 expressions): the
+ * domain's value in the same arithmetic, then the grouped fields by code point
+ * (ascending whatever the direction, as the domain breaks ties); by key, the
+ * fields alone in the ranking's direction.
+ */
+function rankingOrder(
+  ranking: CountRanking,
+  names: readonly OutcomeDimension[],
+  counts: { ok: SQL; failed: SQL; calls: SQL },
+  table?: string,
+): SQL {
+  const direction = ranking.descending ? 'desc' : 'asc';
+  const keys = (keyDirection: string) =>
+    names.map((name) => `${table ? `${table}.` : ''}${name} collate "C" ${keyDirection}`);
+  if (ranking.orderBy === 'key') return sql.raw(keys(direction).join(', '));
+  const value = {
+    total: counts.calls,
+    failed: counts.failed,
+    failureRate: sql`coalesce(${counts.failed} / nullif(${counts.ok} + ${counts.failed}, 0), '-Infinity'::float8)`,
+  }[ranking.orderBy];
+  return sql`${value} ${sql.raw([direction, ...keys('asc')].join(', '))}`;
 }
 
 /** The grouped fields as named, each followed by a comma, to lead a select list. */
@@ -851,23 +867,26 @@ function summedParts(parts: SQL[], names: readonly OutcomeDimension[]): SQL {
          ${groupByFirst(names.length)}`;
 }
 
-/** Every part's rows summed per group, ranked, cut after `first + 1` with ties. */
+/** The rows a ranking keeps: the first `first + 1`. */
+function firstOfRanking(ranking: CountRanking): SQL {
+  return sql.raw(`limit ${ranking.first + 1}`);
+}
+
+/** Every part's rows summed per group, ranked, cut after `first + 1`. */
 function rankedSums(parts: SQL[], names: readonly OutcomeDimension[], ranking: CountRanking): SQL {
-  const value = rankingValue(ranking.orderBy, countSum(sql`ok`), countSum(sql`failed`), CALLS_SUM);
+  const counts = { ok: countSum(sql`ok`), failed: countSum(sql`failed`), calls: CALLS_SUM };
   return sql`${summedParts(parts, names)}
         having ${CALLS_SUM} > 0 and ${CALLS_SUM} >= ${ranking.minCalls}
-         order by ${value} ${sql.raw(ranking.descending ? 'desc' : 'asc')}
-         fetch first ${sql.raw(String(ranking.first + 1))} rows with ties`;
+         order by ${rankingOrder(ranking, names, counts)}
+         ${firstOfRanking(ranking)}`;
 }
 
 /**
  * The same ranking when a rollup of all time keyed by exactly the grouped
  * fields reads the range (less the parts outside it): each of its rows is a
  * group, corrected by the other parts' signed calls summed per group (a few
- * rows), never summed with them. Grouping its rows with the others cost a hash entry per
- * group (284,995 groups of all four fields on `wide`: 400 ms), and `with
- * ties` sorted every group; here the group at `first + 1` is found by a
- * bounded sort, and the groups are those that rank no lower: the same rows.
+ * rows), never summed with them. Grouping its rows with the others cost a
+ * hash entry per group (284,995 groups of all four fields on `wide`: 400 ms).
  */
 function rowsRankedOfAllTime(
   allTime: SQL,
@@ -886,10 +905,10 @@ function rowsRankedOfAllTime(
   // by either, descending: of the first `first + 1 + k` groups of all time (k groups corrected, the
   // only ones whose counts differ), at least `first + 1` are exact, so the `first + 1`st of the
   // range counts at least as many as the last of them, and a group below it (corrected or not)
-  // cannot tie. Only those groups are corrected and ranked, found by a bounded sort, not every row
-  // joined with the corrections.
+  // cannot rank above it. Only those groups are corrected and ranked, found by a bounded sort, not
+  // every row joined with the corrections.
   let rows = sql`(${allTime})`;
-  if (ranking.descending && ranking.orderBy !== 'failureRate') {
+  if (ranking.descending && (ranking.orderBy === 'total' || ranking.orderBy === 'failed')) {
     const ofAllTime = sql.raw(ranking.orderBy === 'total' ? 'a.ok + a.failed + a.cancelled' : 'a.failed');
     const enough = sql`a.ok + a.failed + a.cancelled >= ${ranking.minCalls}`;
     const offset = corrects
@@ -908,23 +927,15 @@ function rowsRankedOfAllTime(
     corrects
       ? sql.raw(`a.${count}::float8 + coalesce(c.${count}, 0) as ${count}`)
       : sql.raw(`a.${count}::float8 as ${count}`);
-  const joined = sql`select ${nameColumns(names, 'a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
-      from ${rows} as a
-      ${corrects ? sql`left join corrections as c on ${sameKey('c', 'a')}` : sql``}`;
-  const calls = sql`(ok + failed + cancelled)`;
-  const value = rankingValue(ranking.orderBy, sql`ok`, sql`failed`, calls);
-  const kept = sql`${calls} > 0 and ${calls} >= ${ranking.minCalls}`;
-  const [direction, beyond, noLimit] = ranking.descending
-    ? ['desc', '>=', "'-Infinity'::float8"]
-    : ['asc', '<=', "'Infinity'::float8"];
+  const calls = sql`(r.ok + r.failed + r.cancelled)`;
   return sql`${parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)}` : sql``}
     select ${nameColumns(names, 'r')} r.ok, r.failed, r.cancelled
-      from (${joined}) as r
-     where ${kept}
-       and ${value} ${sql.raw(beyond)} coalesce((
-             select ${value} from (${joined}) as s where ${kept}
-              order by 1 ${sql.raw(direction)} limit 1 offset ${sql.raw(String(ranking.first))}
-           ), ${sql.raw(noLimit)})`;
+      from (select ${nameColumns(names, 'a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
+              from ${rows} as a
+              ${corrects ? sql`left join corrections as c on ${sameKey('c', 'a')}` : sql``}) as r
+     where ${calls} > 0 and ${calls} >= ${ranking.minCalls}
+     order by ${rankingOrder(ranking, names, { ok: sql`r.ok`, failed: sql`r.failed`, calls }, 'r')}
+     ${firstOfRanking(ranking)}`;
 }
 
 /** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */

@@ -1,5 +1,6 @@
 import { type IsoInstant, isoInstant } from './date-time.ts';
 import { DURATION_BUCKETS, histogramQuantiles } from './duration-histogram.ts';
+import { compareNames } from './name-order.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
 
@@ -120,11 +121,11 @@ function toGroup(cell: StatsCell, start: IsoInstant | null): OutcomeGroup {
   };
 }
 
+/** Groups by key: server, tool, configuration, owner, each by code point (as the database collates "C"), null as empty. */
 function compareKeys(a: StatsCell, b: StatsCell): number {
   for (const field of ['server', 'toolName', 'configuration', 'owner'] as const) {
-    const left = a[field] ?? '';
-    const right = b[field] ?? '';
-    if (left !== right) return left < right ? -1 : 1;
+    const order = compareNames(a[field] ?? '', b[field] ?? '');
+    if (order !== 0) return order;
   }
   return 0;
 }
@@ -178,8 +179,8 @@ function rank(groups: Iterable<Accumulated>, options: RankOptions): { ordered: A
   }
   matching.sort((a, b) => {
     if (byValue) {
-      const difference = a.value - b.value;
-      if (difference !== 0) return sign * difference;
+      // Compared, not subtracted: two groups without a failure rate (-Infinity each) are equal, not NaN.
+      if (a.value !== b.value) return a.value < b.value ? -sign : sign;
       return compareKeys(a.group.cell, b.group.cell);
     }
     return sign * compareKeys(a.group.cell, b.group.cell);

@@ -70,12 +70,13 @@ interface Pipeline {
  * The one statistics pipeline: the owners the actor may see, the cells from
  * the rollups, then groups summed, ordered and cut. Nothing to see: no statement.
  *
- * Grouped by two fields or more, with durations, the groups are ranked by
- * their counts first, and histograms are read only for the groups returned:
- * summing a histogram (65 counts) costs many times what summing three counts
- * does, and two fields multiply into thousands of groups of which `first` are
- * returned. A single field has as many groups as names (servers, tools...),
- * where the first pass would cost more than it saves.
+ * Grouped by two fields or more, the groups are ranked in the database by
+ * their counts first, and only the groups returned are read again: for their
+ * time buckets, or for their durations (summing a histogram, 65 counts, costs
+ * many times what summing three counts does). Two fields multiply into
+ * thousands of groups, of which `first` are returned. A single field has as
+ * many groups as names (servers, tools...), where the first pass would cost
+ * more than it saves.
  */
 async function outcomeGroups({ db, actor }: Scope, query: Pipeline): Promise<OutcomeStatsPage> {
   const owners = restrictOwners(actor, query.filter.owners);
@@ -110,18 +111,20 @@ async function groupsInSnapshot(
     minCalls: query.minCalls,
     first: query.first,
   };
-  if (!query.durations || statsQuery.groupBy.length < 2) {
+  if (statsQuery.groupBy.length < 2) {
     const cells = await outcomeStatsCells(db, { ...statsQuery, durations: query.durations });
     return summarise(cells, { ...ranking, spec, range });
   }
   const { groups, cut } = await rankedGroups(db, statsQuery, ranking);
   if (groups.length === 0) return { groups: [], truncated: cut };
   // Without time buckets the first pass counted each group over the whole range: its histograms are
-  // all that is left to read.
+  // all that is left to read, if asked for.
   const counted = spec === null;
+  if (counted && !query.durations)
+    return { groups: summarise(groups, { ...ranking, spec, range }).groups, truncated: cut };
   const cells = await outcomeStatsCells(db, {
     ...statsQuery,
-    durations: true,
+    durations: query.durations,
     onlyGroups: cut ? groups : null,
     histogramsOnly: counted,
   });
@@ -132,19 +135,15 @@ async function groupsInSnapshot(
 
 /**
  * The first pass: the groups returned, in order, each with its counts over
- * the whole range, and whether others were left out. Ranked by a count, the
- * database sums the groups and returns the few that can be first; by key,
- * every group's counts come here.
+ * the whole range, and whether others were left out. The database sums the
+ * groups, ranks them as the domain does and returns the first `first + 1`.
  */
 async function rankedGroups(
   db: Database,
   statsQuery: StatsQuery,
   ranking: RankOptions,
 ): Promise<{ groups: StatsCell[]; cut: boolean }> {
-  const { orderBy } = ranking;
-  if (orderBy === 'key')
-    return rankGroups(await outcomeStatsCells(db, { ...statsQuery, durations: false }), ranking);
-  const candidates = await groupsRankedByCounts(db, statsQuery, { ...ranking, orderBy });
+  const candidates = await groupsRankedByCounts(db, statsQuery, ranking);
   return { groups: rankGroups(candidates.cells, ranking).groups, cut: candidates.more };
 }
 

@@ -15,7 +15,12 @@ import {
 } from '../../src/db/outcome-stats.ts';
 import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
-import { type OutcomeDimension, type StatsCell, summarise } from '../../src/domain/outcome-stats.ts';
+import {
+  type OutcomeDimension,
+  rankGroups,
+  type StatsCell,
+  summarise,
+} from '../../src/domain/outcome-stats.ts';
 import { bucketSpec } from '../../src/domain/time-buckets.ts';
 import type { ToolOutcome } from '../../src/domain/tool-outcome.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
@@ -394,7 +399,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(failed).toEqual([...failed].sort((a, b) => a - b));
   });
 
-  it('ranks the rows of the rollup of all time as the sums over the range rank: every order, minimum and cut, ties included', async () => {
+  it('ranks in the database as the domain ranks the counts of run_steps, from the rollups of all time and from the range: every order, minimum and cut', async () => {
     const db = api.db;
     const { recorded } = await callsOnRecord(db);
     // Rows of each rollup as if the rollups of all time were the smallest, the counts alone first.
@@ -408,7 +413,14 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       { from: new Date(from), to: new Date(to) },
       { from: new Date(BASE - DAY), to: new Date(BASE + 6 * DAY) },
     ];
-    const inOrder = (cells: StatsCell[]) => cells.map((cell) => JSON.stringify(cell)).sort();
+    const keyAndCounts = (cells: readonly StatsCell[]) =>
+      cells.map(({ server, toolName, configuration, owner, tally }) => ({
+        server,
+        toolName,
+        configuration,
+        owner,
+        tally: { ok: tally.ok, failed: tally.failed, cancelled: tally.cancelled },
+      }));
     let readAllTime = 0;
     for (const range of ranges)
       for (const groupBy of [
@@ -418,8 +430,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         ['owner', 'configuration', 'server'],
         ['owner', 'configuration', 'tool'],
         ['owner', 'server'],
-      ] as OutcomeDimension[][])
-        for (const orderBy of ['total', 'failed', 'failureRate'] as const)
+      ] as OutcomeDimension[][]) {
+        const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
+        const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
+        for (const orderBy of ['total', 'failed', 'failureRate', 'key'] as const)
           for (const descending of [true, false])
             for (const [minCalls, first] of [
               [0, 1],
@@ -427,31 +441,91 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               [0, 20],
               [1, 500],
             ] as const) {
-              const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
               const ranking = { orderBy, descending, minCalls, first };
               const counted = { ...query, recorded, rollupRows, durations: false };
               if (statsSegments(counted).some((segment) => allTime.has(segment.source))) readAllTime += 1;
-              const viaAllTime = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
-              const viaRange = await groupsRankedByCounts(db, query, ranking);
-              expect([
-                groupBy,
-                orderBy,
-                descending,
-                minCalls,
-                first,
-                inOrder(viaAllTime.cells),
-                viaAllTime.more,
-              ]).toEqual([
-                groupBy,
-                orderBy,
-                descending,
-                minCalls,
-                first,
-                inOrder(viaRange.cells),
-                viaRange.more,
-              ]);
+              const expected = rankGroups(exact, ranking);
+              for (const ranked of [
+                await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking),
+                await groupsRankedByCounts(db, query, ranking),
+              ]) {
+                // The database returns the first `first + 1` groups in the domain's order, no more.
+                expect(ranked.cells.length).toBeLessThanOrEqual(first + 1);
+                expect([
+                  groupBy,
+                  orderBy,
+                  descending,
+                  minCalls,
+                  first,
+                  keyAndCounts(ranked.cells.slice(0, first)),
+                  ranked.more,
+                ]).toEqual([
+                  groupBy,
+                  orderBy,
+                  descending,
+                  minCalls,
+                  first,
+                  keyAndCounts(expected.groups),
+                  expected.cut,
+                ]);
+              }
             }
-    expect(readAllTime).toBe(2 * 6 * 3 * 2 * 4);
+      }
+    expect(readAllTime).toBe(2 * 6 * 4 * 2 * 4);
+  });
+
+  it('orders groups by key as code points, in the database as in the domain, where UTF-16 order differs', async () => {
+    const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    // By UTF-16 unit '😀' (D83D DE00) comes before '\ufffd' and '\ue000'; by code point after them.
+    const servers = ['😀', '\ufffd', '\ue000', 'zz', '\u{1f9ea}x', 'é'];
+    await api.db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}, 310000 + n, 'tool', ${new Date(BASE + 2 * DAY).toISOString()}::timestamptz + n * interval '1 minute',
+                 'search', (array[${sql.join(
+                   servers.map((server) => sql`${server}`),
+                   sql`, `,
+                 )}]::text[])[1 + n % ${servers.length}], 100 * n, false, 'ok'
+            from generate_series(1, ${servers.length * 2}) as n`,
+    );
+    const byCodePoint = (a: string, b: string) => {
+      const [x, y] = [
+        Array.from(a, (c) => c.codePointAt(0) ?? 0),
+        Array.from(b, (c) => c.codePointAt(0) ?? 0),
+      ];
+      for (let i = 0; i < Math.min(x.length, y.length); i += 1)
+        if (x[i] !== y[i]) return (x[i] ?? 0) - (y[i] ?? 0);
+      return x.length - y.length;
+    };
+    const range = {
+      occurredAfter: new Date(from - 10 * DAY).toISOString(),
+      occurredBefore: new Date(to + 12 * DAY).toISOString(),
+    };
+    for (const direction of ['ASC', 'DESC'] as const) {
+      const sign = direction === 'ASC' ? 1 : -1;
+      // Two fields rank in the database, one in the service: both orders must be the same.
+      for (const groupBy of [['SERVER'], ['SERVER', 'OWNER']]) {
+        const groups = await stats({
+          groupBy,
+          filter: { ...range, owners: ['alice'] },
+          orderBy: { field: 'KEY', direction },
+          first: 500,
+        });
+        const named = groups.map((g) => g.server ?? '').filter((server) => servers.includes(server));
+        expect([groupBy, named]).toEqual([groupBy, [...servers].sort((a, b) => sign * byCodePoint(a, b))]);
+        const all = groups.map((g) => g.server ?? '');
+        expect(all).toEqual([...all].sort((a, b) => sign * byCodePoint(a, b)));
+      }
+      // Cut after each: the same names first, so the database, not the service, chose them.
+      const firstTwo = await stats({
+        groupBy: ['SERVER', 'OWNER'],
+        filter: { ...range, owners: ['alice'], servers },
+        orderBy: { field: 'KEY', direction },
+        first: 2,
+      });
+      expect(firstTwo.map((g) => g.server)).toEqual(
+        [...servers].sort((a, b) => sign * byCodePoint(a, b)).slice(0, 2),
+      );
+    }
   });
 
   it('reads durations only for the groups it returns: a cut answer equals the same groups of the whole one', async () => {
