@@ -901,37 +901,36 @@ function rowsRankedOfAllTime(
   const corrects = others.length > 0;
   const parts: SQL[] = [];
   if (corrects) parts.push(sql`corrections as (${summedParts(others, names)})`);
-  // A group's calls in the range are never more than its calls of all time, nor its failures. Ranked
-  // by either, descending: of the first `first + 1 + k` groups of all time (k groups corrected, the
-  // only ones whose counts differ), at least `first + 1` are exact, so the `first + 1`st of the
-  // range counts at least as many as the last of them, and a group below it (corrected or not)
-  // cannot rank above it. Only those groups are corrected and ranked, found by a bounded sort, not
-  // every row joined with the corrections.
-  let rows = sql`(${allTime})`;
-  if (ranking.descending && (ranking.orderBy === 'total' || ranking.orderBy === 'failed')) {
-    const ofAllTime = sql.raw(ranking.orderBy === 'total' ? 'a.ok + a.failed + a.cancelled' : 'a.failed');
-    const enough = sql`a.ok + a.failed + a.cancelled >= ${ranking.minCalls}`;
-    const offset = corrects
-      ? sql`${sql.raw(String(ranking.first))} + (select count(*) from corrections)`
-      : sql.raw(String(ranking.first));
-    parts.push(sql`candidates as (
-      select a.* from (${allTime}) as a
-       where ${enough}
-         and ${ofAllTime} >= coalesce((
-               select ${ofAllTime} from (${allTime}) as a where ${enough} order by 1 desc limit 1 offset ${offset}
-             ), 0)
-      )`);
-    rows = sql`candidates`;
-  }
+  // Only the corrected groups' counts differ from their counts of all time (k groups, the other
+  // parts' few rows), and a group's calls in the range are never more than its calls of all time.
+  // So every group that can rank among the first `first + 1` is either corrected or among the first
+  // `first + 1 + k` groups of all time in the ranking's own order (of those with enough calls of all
+  // time): every group ahead of it there that is not corrected is ahead of it in the range too.
+  // Those are found by a bounded walk (an index where one serves the order), not every row of all
+  // time joined with the corrections and ranked.
+  const enough = sql`a.ok + a.failed + a.cancelled >= ${Math.max(ranking.minCalls, 1)}`;
+  const walk = rankingOrder(
+    ranking,
+    names,
+    { ok: sql`a.ok::float8`, failed: sql`a.failed::float8`, calls: sql`(a.ok + a.failed + a.cancelled)` },
+    'a',
+  );
+  const walked = corrects
+    ? sql`${sql.raw(String(ranking.first + 1))} + (select count(*) from corrections)`
+    : sql.raw(String(ranking.first + 1));
+  parts.push(sql`candidates as (
+      (select a.* from (${allTime}) as a where ${enough} order by ${walk} limit ${walked})
+      ${corrects ? sql`union select a.* from (${allTime}) as a join corrections as c on ${sameKey('c', 'a')}` : sql``}
+    )`);
   const corrected = (count: string) =>
     corrects
       ? sql.raw(`a.${count}::float8 + coalesce(c.${count}, 0) as ${count}`)
       : sql.raw(`a.${count}::float8 as ${count}`);
   const calls = sql`(r.ok + r.failed + r.cancelled)`;
-  return sql`${parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)}` : sql``}
+  return sql`with ${sql.join(parts, sql`, `)}
     select ${nameColumns(names, 'r')} r.ok, r.failed, r.cancelled
       from (select ${nameColumns(names, 'a')} ${corrected('ok')}, ${corrected('failed')}, ${corrected('cancelled')}
-              from ${rows} as a
+              from candidates as a
               ${corrects ? sql`left join corrections as c on ${sameKey('c', 'a')}` : sql``}) as r
      where ${calls} > 0 and ${calls} >= ${ranking.minCalls}
      order by ${rankingOrder(ranking, names, { ok: sql`r.ok`, failed: sql`r.failed`, calls }, 'r')}

@@ -474,6 +474,54 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(readAllTime).toBe(2 * 6 * 4 * 2 * 4);
   });
 
+  it('ranks from the rollups of all time a group whose calls lie mostly outside the range where the range puts it', async () => {
+    const db = api.db;
+    const [run] = await db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    const range = { from: new Date(from), to: new Date(to) };
+    // 120 servers with two good calls each in the range, and one with 40 good calls before the range
+    // and a failed one in it: of all time it has the most calls and the lowest failure rate; in the
+    // range the fewest and the highest. Only it and the fixture's groups are corrected (k), and
+    // more than `first + 1 + k` groups rank ahead of it of all time.
+    await db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}::bigint, 320000 + n, 'tool', ${new Date(from + 3_600_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'even_' || lpad((n % 120)::text, 3, '0'), 10, false, 'ok'
+            from generate_series(1, 240) as n
+          union all
+          select ${run?.id ?? 0}::bigint, 321000 + n, 'tool', ${new Date(BASE + 3_600_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'a_mostly_before', 10, n = 41, case when n = 41 then 'failed' else 'ok' end
+            from generate_series(1, 41) as n`,
+    );
+    await db.execute(
+      sql`update run_steps set occurred_at = ${new Date(from + 7_200_000).toISOString()}::timestamptz
+           where run_id = ${run?.id ?? 0} and sequence = 321041`,
+    );
+    const { recorded } = await callsOnRecord(db);
+    const rollupRows = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
+    );
+    const groupBy: OutcomeDimension[] = ['owner', 'server'];
+    const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
+    expect(
+      statsSegments({ ...query, recorded, rollupRows, durations: false }).map((s) => s.source),
+    ).toContain('ownerServerAllTime');
+    const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
+    for (const [orderBy, descending] of [
+      ['total', false],
+      ['failureRate', true],
+    ] as const) {
+      const ranking = { orderBy, descending, minCalls: 0, first: 3 };
+      const expected = rankGroups(exact, ranking);
+      expect(expected.groups.map((group) => group.server)).toContain('a_mostly_before');
+      const ranked = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
+      expect([orderBy, ranked.cells.slice(0, 3).map((cell) => cell.server), ranked.more]).toEqual([
+        orderBy,
+        expected.groups.map((group) => group.server),
+        expected.cut,
+      ]);
+    }
+  });
+
   it('orders groups by key as code points, in the database as in the domain, where UTF-16 order differs', async () => {
     const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
     // By UTF-16 unit '😀' (D83D DE00) comes before '\ufffd' and '\ue000'; by code point after them.
