@@ -518,6 +518,14 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
 const callsIndex = (name: string, t: { ok: AnyPgColumn; failed: AnyPgColumn; cancelled: AnyPgColumn }) =>
   index(name).using('btree', sql`(${t.ok} + ${t.failed} + ${t.cancelled})`);
 
+/**
+ * An index on a rollup's key in the order groups rank by key (server, tool,
+ * configuration, owner; names by code point), to walk its first groups
+ * (migrations/0031).
+ */
+const keyOrderIndex = (name: string, first: AnyPgColumn, ...rest: AnyPgColumn[]) =>
+  index(name).using('btree', sql`${first} collate "C"`, ...rest.map((column) => sql`${column} collate "C"`));
+
 /** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
 export const toolOutcomeAllTime = pgTable(
   'tool_outcome_all_time',
@@ -528,6 +536,7 @@ export const toolOutcomeAllTime = pgTable(
       columns: [t.server, t.toolName, t.owner, t.configuration],
     }),
     callsIndex('tool_outcome_all_time_calls_idx', t),
+    keyOrderIndex('tool_outcome_all_time_key_order_idx', t.server, t.toolName, t.configuration, t.owner),
   ],
 );
 
@@ -559,6 +568,7 @@ export const toolOutcomeOwnerServerToolAllTime = pgTable(
       columns: [t.server, t.toolName, t.owner],
     }),
     callsIndex('tool_outcome_owner_server_tool_all_time_calls_idx', t),
+    keyOrderIndex('tool_outcome_owner_server_tool_all_time_key_order_idx', t.server, t.toolName, t.owner),
   ],
 );
 
@@ -577,6 +587,12 @@ export const toolOutcomeConfigurationServerToolAllTime = pgTable(
       columns: [t.server, t.toolName, t.configuration],
     }),
     callsIndex('tool_outcome_configuration_server_tool_all_time_calls_idx', t),
+    keyOrderIndex(
+      'tool_outcome_configuration_server_tool_all_time_key_order_idx',
+      t.server,
+      t.toolName,
+      t.configuration,
+    ),
   ],
 );
 
@@ -595,6 +611,12 @@ export const toolOutcomeOwnerConfigurationServerAllTime = pgTable(
       columns: [t.owner, t.configuration, t.server],
     }),
     callsIndex('tool_outcome_owner_configuration_server_all_time_calls_idx', t),
+    keyOrderIndex(
+      'tool_outcome_owner_configuration_server_all_time_key_order_idx',
+      t.server,
+      t.configuration,
+      t.owner,
+    ),
   ],
 );
 
@@ -613,6 +635,12 @@ export const toolOutcomeOwnerConfigurationToolAllTime = pgTable(
       columns: [t.owner, t.configuration, t.toolName],
     }),
     callsIndex('tool_outcome_owner_configuration_tool_all_time_calls_idx', t),
+    keyOrderIndex(
+      'tool_outcome_owner_configuration_tool_all_time_key_order_idx',
+      t.toolName,
+      t.configuration,
+      t.owner,
+    ),
   ],
 );
 
@@ -627,6 +655,7 @@ export const toolOutcomeOwnerServerAllTime = pgTable(
   (t) => [
     primaryKey({ name: 'tool_outcome_owner_server_all_time_pkey', columns: [t.owner, t.server] }),
     callsIndex('tool_outcome_owner_server_all_time_calls_idx', t),
+    keyOrderIndex('tool_outcome_owner_server_all_time_key_order_idx', t.server, t.owner),
   ],
 );
 
@@ -644,6 +673,7 @@ export const toolOutcomeConfigurationServerAllTime = pgTable(
       columns: [t.configuration, t.server],
     }),
     callsIndex('tool_outcome_configuration_server_all_time_calls_idx', t),
+    keyOrderIndex('tool_outcome_configuration_server_all_time_key_order_idx', t.server, t.configuration),
   ],
 );
 
