@@ -2,6 +2,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrator.ts';
+import { compareNames } from '../src/domain/name-order.ts';
 import { benchKey, databaseUrl, freshDatabase, graphql, quantile, startService, table } from './support.ts';
 
 /**
@@ -165,7 +166,11 @@ interface Case {
   server: boolean;
   /** Also at 10,000,000 rows. */
   large: boolean;
+  /** The order asked for; by total calls, descending, unless said. */
+  orderBy?: { field: OrderField; direction: 'ASC' | 'DESC' };
 }
+type OrderField = 'KEY' | 'TOTAL' | 'FAILED' | 'FAILURE_RATE';
+const BY_TOTAL = { field: 'TOTAL', direction: 'DESC' } as const;
 
 /** A grouping over the default dashboard range, every field, no bucket, as an actor who sees every run. */
 function overNinetyDays(name: string, groupBy: Dimension[]): Case {
@@ -264,6 +269,23 @@ const CASES: Case[] = [
   ).map((groupBy) =>
     overNinetyDays(`${groupBy.map((field) => field.toLowerCase()).join(' x ')}, 90 days`, groupBy),
   ),
+  // Other orders: by key is the API's default.
+  {
+    ...overNinetyDays('all four by key (the default order), 90 days', [
+      'OWNER',
+      'CONFIGURATION',
+      'SERVER',
+      'TOOL',
+    ]),
+    orderBy: { field: 'KEY', direction: 'ASC' },
+  },
+  {
+    ...overNinetyDays('owner x server x tool by failure rate, 90 days', ['OWNER', 'SERVER', 'TOOL']),
+    orderBy: { field: 'FAILURE_RATE', direction: 'DESC' },
+  },
+  // The API's default range: the 30 days up to now.
+  { ...overNinetyDays('owner x server, 30 days', ['OWNER', 'SERVER']), days: 30 },
+  { ...overNinetyDays('all four, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']), days: 30 },
 ];
 
 /** BENCH_CASES=a,b: only the cases whose name contains one of these. */
@@ -302,8 +324,8 @@ interface PlainRow {
   p95: number;
 }
 
-const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $bucket: TimeBucket, $offset: Int!, $filter: ToolStepFilter) {
-  toolOutcomeStats(groupBy: $groupBy, bucket: $bucket, utcOffsetMinutes: $offset, filter: $filter, first: 500, orderBy: { field: TOTAL, direction: DESC }) {
+const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $bucket: TimeBucket, $offset: Int!, $filter: ToolStepFilter, $orderBy: OutcomeOrder!) {
+  toolOutcomeStats(groupBy: $groupBy, bucket: $bucket, utcOffsetMinutes: $offset, filter: $filter, first: 500, orderBy: $orderBy) {
     groups { server toolName configuration owner bucketStart counts { ok failed cancelled } p50DurationMs p95DurationMs } } }`;
 
 /** The plain answer: one GROUP BY over run_steps joined to runs, exact percentiles. */
@@ -329,6 +351,40 @@ function plainSql(c: Case): string {
 
 function apiKeyOf(c: Case, g: ApiGroup): string {
   return [...c.groupBy.map((d) => g[API_FIELD[d]] ?? ''), g.bucketStart ?? ''].join('|');
+}
+
+/**
+ * The plain answer's groups in the order asked for: the value (failure rate
+ * as failed / (ok + failed), none lowest), then the key field by field, names
+ * by code point (the API's order), whatever the direction.
+ */
+function plainOrder(c: Case, plain: readonly PlainRow[]): string[] {
+  const { field, direction } = c.orderBy ?? BY_TOTAL;
+  const sign = direction === 'ASC' ? 1 : -1;
+  const value = (row: PlainRow) => {
+    const [ok, failed, cancelled] = [Number(row.ok), Number(row.failed), Number(row.cancelled)];
+    if (field === 'TOTAL') return ok + failed + cancelled;
+    if (field === 'FAILED') return failed;
+    return ok + failed === 0 ? Number.NEGATIVE_INFINITY : failed / (ok + failed);
+  };
+  const byKey = (a: PlainRow, b: PlainRow) => {
+    const [left, right] = [a.k.split('|'), b.k.split('|')];
+    // The key's fields in the API's order: server, tool, configuration, owner.
+    for (const dimension of ['SERVER', 'TOOL', 'CONFIGURATION', 'OWNER'] as const) {
+      const index = c.groupBy.indexOf(dimension);
+      if (index < 0) continue;
+      const order = compareNames(left[index] ?? '', right[index] ?? '');
+      if (order !== 0) return order;
+    }
+    return 0;
+  };
+  return [...plain]
+    .sort((a, b) => {
+      if (field === 'KEY') return sign * byKey(a, b);
+      const [x, y] = [value(a), value(b)];
+      return x !== y ? (x < y ? -sign : sign) : byKey(a, b);
+    })
+    .map((row) => row.k);
 }
 
 /** Within the histogram's documented bound: exact below 12 ms, else within 14%. */
@@ -359,6 +415,13 @@ async function checkCase(
   const distinctGroups = new Set(plain.map((row) => row.k.split('|').slice(0, c.groupBy.length).join('|')));
   if (distinctGroups.size <= 500 && answered.length !== plain.length) {
     throw new Error(`${c.name}: API has ${answered.length} non-empty groups, plain SQL ${plain.length}`);
+  }
+  // Without buckets, the groups are the first 500 of every group in the order asked for, in that order.
+  if (c.bucket === null) {
+    const expectedOrder = plainOrder(c, plain).slice(0, 500);
+    const apiOrder = apiGroups.map((group) => apiKeyOf(c, group));
+    if (JSON.stringify(apiOrder) !== JSON.stringify(expectedOrder))
+      throw new Error(`${c.name}: the API's groups are not the first 500 of the plain answer in its order`);
   }
   return { groups: answered.length, percentilesOff };
 }
@@ -438,6 +501,7 @@ async function benchShape(shape: Shape): Promise<void> {
         bucket: c.bucket,
         offset: c.offset,
         filter: { occurredAfter: from, ...(c.server ? { servers: ['server_1'] } : {}) },
+        orderBy: c.orderBy ?? BY_TOTAL,
       };
       const params = [from, to, ...(c.restricted ? [owner] : []), ...(c.server ? ['server_1'] : [])];
       const sql = plainSql(c);
