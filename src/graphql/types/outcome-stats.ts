@@ -29,7 +29,11 @@ const OutcomeOrderFieldEnum = builder.enumType('OutcomeOrderField', {
       value: 'failureRate',
       description: 'Use with minCalls, so that one failed call of one does not lead.',
     },
-    KEY: { value: 'key', description: 'server, tool, configuration, owner.' },
+    KEY: {
+      value: 'key',
+      description:
+        'server, tool, configuration, owner; each name by Unicode code point (the order of its UTF-8 bytes).',
+    },
   } as const,
 });
 
