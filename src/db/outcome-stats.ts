@@ -832,7 +832,8 @@ export async function groupsRankedByCounts(
 }
 
 /**
- * A ranking's `order by`, of the three counts given (float8 expressions): the
+ * A ranking's `order by`, of the three counts given (float8 expressions, or
+ * for the calls any expression in the same order, such as an index's): the
  * domain's value in the same arithmetic, then the grouped fields by code point
  * (ascending whatever the direction, as the domain breaks ties); by key, the
  * fields alone in the ranking's direction.
