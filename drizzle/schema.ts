@@ -526,6 +526,27 @@ const callsIndex = (name: string, t: { ok: AnyPgColumn; failed: AnyPgColumn; can
 const keyOrderIndex = (name: string, first: AnyPgColumn, ...rest: AnyPgColumn[]) =>
   index(name).using('btree', sql`${first} collate "C"`, ...rest.map((column) => sql`${column} collate "C"`));
 
+/**
+ * Indexes in the order of a ranking by failure rate and by failures,
+ * descending (the rate as the domain computes it, none lowest), then by key
+ * (migrations/0032).
+ */
+const failureOrderIndexes = (
+  table: string,
+  t: { ok: AnyPgColumn; failed: AnyPgColumn },
+  ...keys: AnyPgColumn[]
+) => {
+  const byKey = keys.map((column) => sql`${column} collate "C"`);
+  return [
+    index(`${table}_fail_rate_idx`).using(
+      'btree',
+      sql`(coalesce(${t.failed}::float8 / nullif(${t.ok}::float8 + ${t.failed}::float8, 0), '-Infinity'::float8)) desc`,
+      ...byKey,
+    ),
+    index(`${table}_failures_idx`).using('btree', sql`(${t.failed}::float8) desc`, ...byKey),
+  ];
+};
+
 /** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
 export const toolOutcomeAllTime = pgTable(
   'tool_outcome_all_time',
@@ -537,6 +558,7 @@ export const toolOutcomeAllTime = pgTable(
     }),
     callsIndex('tool_outcome_all_time_calls_idx', t),
     keyOrderIndex('tool_outcome_all_time_key_order_idx', t.server, t.toolName, t.configuration, t.owner),
+    ...failureOrderIndexes('tool_outcome_all_time', t, t.server, t.toolName, t.configuration, t.owner),
   ],
 );
 
@@ -569,6 +591,7 @@ export const toolOutcomeOwnerServerToolAllTime = pgTable(
     }),
     callsIndex('tool_outcome_owner_server_tool_all_time_calls_idx', t),
     keyOrderIndex('tool_outcome_owner_server_tool_all_time_key_order_idx', t.server, t.toolName, t.owner),
+    ...failureOrderIndexes('tool_outcome_owner_server_tool_all_time', t, t.server, t.toolName, t.owner),
   ],
 );
 
@@ -589,6 +612,13 @@ export const toolOutcomeConfigurationServerToolAllTime = pgTable(
     callsIndex('tool_outcome_configuration_server_tool_all_time_calls_idx', t),
     keyOrderIndex(
       'tool_outcome_configuration_server_tool_all_time_key_order_idx',
+      t.server,
+      t.toolName,
+      t.configuration,
+    ),
+    ...failureOrderIndexes(
+      'tool_outcome_configuration_server_tool_all_time',
+      t,
       t.server,
       t.toolName,
       t.configuration,
