@@ -286,6 +286,11 @@ const CASES: Case[] = [
   // The API's default range: the 30 days up to now.
   { ...overNinetyDays('owner x server, 30 days', ['OWNER', 'SERVER']), days: 30 },
   { ...overNinetyDays('all four, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']), days: 30 },
+  {
+    ...overNinetyDays('all four by key, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']),
+    days: 30,
+    orderBy: { field: 'KEY', direction: 'ASC' },
+  },
 ];
 
 /** BENCH_CASES=a,b: only the cases whose name contains one of these. */
