@@ -518,13 +518,16 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
 const callsIndex = (name: string, t: { ok: AnyPgColumn; failed: AnyPgColumn; cancelled: AnyPgColumn }) =>
   index(name).using('btree', sql`(${t.ok} + ${t.failed} + ${t.cancelled})`);
 
+/** A key column by code point (`collate "C"`), the order groups rank by key. */
+const byCodePoint = (column: AnyPgColumn) => sql`${column} collate "C"`;
+
 /**
  * An index on a rollup's key in the order groups rank by key (server, tool,
  * configuration, owner; names by code point), to walk its first groups
  * (migrations/0031).
  */
-const keyOrderIndex = (name: string, first: AnyPgColumn, ...rest: AnyPgColumn[]) =>
-  index(name).using('btree', sql`${first} collate "C"`, ...rest.map((column) => sql`${column} collate "C"`));
+const keyOrderIndex = (table: string, first: AnyPgColumn, ...rest: AnyPgColumn[]) =>
+  index(`${table}_key_order_idx`).using('btree', byCodePoint(first), ...rest.map(byCodePoint));
 
 /**
  * Indexes in the order of a ranking by failure rate and by failures,
@@ -535,17 +538,14 @@ const failureOrderIndexes = (
   table: string,
   t: { ok: AnyPgColumn; failed: AnyPgColumn },
   ...keys: AnyPgColumn[]
-) => {
-  const byKey = keys.map((column) => sql`${column} collate "C"`);
-  return [
-    index(`${table}_fail_rate_idx`).using(
-      'btree',
-      sql`(coalesce(${t.failed}::float8 / nullif(${t.ok}::float8 + ${t.failed}::float8, 0), '-Infinity'::float8)) desc`,
-      ...byKey,
-    ),
-    index(`${table}_failures_idx`).using('btree', sql`(${t.failed}::float8) desc`, ...byKey),
-  ];
-};
+) => [
+  index(`${table}_fail_rate_idx`).using(
+    'btree',
+    sql`(coalesce(${t.failed}::float8 / nullif(${t.ok}::float8 + ${t.failed}::float8, 0), '-Infinity'::float8)) desc`,
+    ...keys.map(byCodePoint),
+  ),
+  index(`${table}_failures_idx`).using('btree', sql`(${t.failed}::float8) desc`, ...keys.map(byCodePoint)),
+];
 
 /** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
 export const toolOutcomeAllTime = pgTable(
@@ -557,7 +557,7 @@ export const toolOutcomeAllTime = pgTable(
       columns: [t.server, t.toolName, t.owner, t.configuration],
     }),
     callsIndex('tool_outcome_all_time_calls_idx', t),
-    keyOrderIndex('tool_outcome_all_time_key_order_idx', t.server, t.toolName, t.configuration, t.owner),
+    keyOrderIndex('tool_outcome_all_time', t.server, t.toolName, t.configuration, t.owner),
     ...failureOrderIndexes('tool_outcome_all_time', t, t.server, t.toolName, t.configuration, t.owner),
   ],
 );
@@ -590,7 +590,7 @@ export const toolOutcomeOwnerServerToolAllTime = pgTable(
       columns: [t.server, t.toolName, t.owner],
     }),
     callsIndex('tool_outcome_owner_server_tool_all_time_calls_idx', t),
-    keyOrderIndex('tool_outcome_owner_server_tool_all_time_key_order_idx', t.server, t.toolName, t.owner),
+    keyOrderIndex('tool_outcome_owner_server_tool_all_time', t.server, t.toolName, t.owner),
     ...failureOrderIndexes('tool_outcome_owner_server_tool_all_time', t, t.server, t.toolName, t.owner),
   ],
 );
@@ -610,12 +610,7 @@ export const toolOutcomeConfigurationServerToolAllTime = pgTable(
       columns: [t.server, t.toolName, t.configuration],
     }),
     callsIndex('tool_outcome_configuration_server_tool_all_time_calls_idx', t),
-    keyOrderIndex(
-      'tool_outcome_configuration_server_tool_all_time_key_order_idx',
-      t.server,
-      t.toolName,
-      t.configuration,
-    ),
+    keyOrderIndex('tool_outcome_configuration_server_tool_all_time', t.server, t.toolName, t.configuration),
     ...failureOrderIndexes(
       'tool_outcome_configuration_server_tool_all_time',
       t,
@@ -641,12 +636,7 @@ export const toolOutcomeOwnerConfigurationServerAllTime = pgTable(
       columns: [t.owner, t.configuration, t.server],
     }),
     callsIndex('tool_outcome_owner_configuration_server_all_time_calls_idx', t),
-    keyOrderIndex(
-      'tool_outcome_owner_configuration_server_all_time_key_order_idx',
-      t.server,
-      t.configuration,
-      t.owner,
-    ),
+    keyOrderIndex('tool_outcome_owner_configuration_server_all_time', t.server, t.configuration, t.owner),
   ],
 );
 
@@ -665,12 +655,7 @@ export const toolOutcomeOwnerConfigurationToolAllTime = pgTable(
       columns: [t.owner, t.configuration, t.toolName],
     }),
     callsIndex('tool_outcome_owner_configuration_tool_all_time_calls_idx', t),
-    keyOrderIndex(
-      'tool_outcome_owner_configuration_tool_all_time_key_order_idx',
-      t.toolName,
-      t.configuration,
-      t.owner,
-    ),
+    keyOrderIndex('tool_outcome_owner_configuration_tool_all_time', t.toolName, t.configuration, t.owner),
   ],
 );
 
@@ -685,7 +670,7 @@ export const toolOutcomeOwnerServerAllTime = pgTable(
   (t) => [
     primaryKey({ name: 'tool_outcome_owner_server_all_time_pkey', columns: [t.owner, t.server] }),
     callsIndex('tool_outcome_owner_server_all_time_calls_idx', t),
-    keyOrderIndex('tool_outcome_owner_server_all_time_key_order_idx', t.server, t.owner),
+    keyOrderIndex('tool_outcome_owner_server_all_time', t.server, t.owner),
   ],
 );
 
@@ -703,7 +688,7 @@ export const toolOutcomeConfigurationServerAllTime = pgTable(
       columns: [t.configuration, t.server],
     }),
     callsIndex('tool_outcome_configuration_server_all_time_calls_idx', t),
-    keyOrderIndex('tool_outcome_configuration_server_all_time_key_order_idx', t.server, t.configuration),
+    keyOrderIndex('tool_outcome_configuration_server_all_time', t.server, t.configuration),
   ],
 );
 

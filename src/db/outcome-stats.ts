@@ -841,6 +841,14 @@ export async function groupsRankedByCounts(
   return { cells: rows.map((row) => toCell(row, NO_DURATIONS)), more: rows.length > ranking.first };
 }
 
+/**
+ * Columns in the order groups rank by key, each name by code point (`collate
+ * "C"`, the domain's `compareNames`), for an `order by` or a row comparison.
+ */
+function byCodePoint(columns: readonly string[], direction = ''): SQL {
+  return sql.raw(columns.map((column) => `${column} collate "C"${direction && ` ${direction}`}`).join(', '));
+}
+
 /** The rollup of all time keyed by exactly these fields: every group that ever had calls, indexed in key order (0031). */
 function groupDirectory(names: readonly OutcomeDimension[]): Rollup | undefined {
   return [...ROLLUPS.values()].find(
@@ -871,8 +879,7 @@ async function groupsWalkedByKey(
 ): Promise<{ cells: StatsCell[]; more: boolean }> {
   const wanted = ranking.first + 1;
   const [direction, beyond] = ranking.descending ? ['desc', '<'] : ['asc', '>'];
-  const inKeyOrder = (suffix: string) =>
-    sql.raw(names.map((name) => `${COLUMN_NAMES[name]} collate "C"${suffix}`).join(', '));
+  const columns = names.map((name) => COLUMN_NAMES[name]);
   // The filters of the fields the directory holds; a filter on another field leaves more groups, never fewer.
   const filters = filterValues(counted)
     .filter(([field]) => directory.dimensions.includes(field))
@@ -883,7 +890,7 @@ async function groupsWalkedByKey(
   // Twice the groups wanted first: most groups of all time have calls in a range of weeks.
   for (let batch = 2 * wanted; found.length < wanted; batch *= 2) {
     const past: SQL | null = after
-      ? sql`(${inKeyOrder('')}) ${sql.raw(beyond)} (${sql.join(
+      ? sql`(${byCodePoint(columns)}) ${sql.raw(beyond)} (${sql.join(
           after.map((value) => sql`${value}`),
           sql`, `,
         )})`
@@ -894,7 +901,7 @@ async function groupsWalkedByKey(
       sql`select ${sql.raw(names.map((name) => `${COLUMN_NAMES[name]} as ${name}`).join(', '))}
             from ${sql.raw(directory.table)}
            where ${sql.join(conditions, sql` and `)}
-           order by ${inKeyOrder(` ${direction}`)}
+           order by ${byCodePoint(columns, direction)}
            limit ${sql.raw(String(batch))}`,
     );
     if (rows.length === 0) break;
@@ -922,15 +929,14 @@ function rankingOrder(
   table?: string,
 ): SQL {
   const direction = ranking.descending ? 'desc' : 'asc';
-  const keys = (keyDirection: string) =>
-    names.map((name) => `${table ? `${table}.` : ''}${name} collate "C" ${keyDirection}`);
-  if (ranking.orderBy === 'key') return sql.raw(keys(direction).join(', '));
+  const columns = names.map((name) => (table ? `${table}.${name}` : name));
+  if (ranking.orderBy === 'key') return byCodePoint(columns, direction);
   const value = {
     total: counts.calls,
     failed: counts.failed,
     failureRate: sql`coalesce(${counts.failed} / nullif(${counts.ok} + ${counts.failed}, 0), '-Infinity'::float8)`,
   }[ranking.orderBy];
-  return sql`${value} ${sql.raw([direction, ...keys('asc')].join(', '))}`;
+  return sql`${value} ${sql.raw(direction)}, ${byCodePoint(columns, 'asc')}`;
 }
 
 /** The grouped fields as named, each followed by a comma, to lead a select list. */

@@ -29,6 +29,7 @@ import { toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
 import { appendSteps } from '../../src/ledger/record-steps.ts';
 import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
+import { compareByCodePoints } from '../support/code-points.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 type Expected = 'ok' | 'failed' | 'cancelled' | null;
@@ -584,15 +585,6 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
                  )}]::text[])[1 + n % ${servers.length}], 100 * n, false, 'ok'
             from generate_series(1, ${servers.length * 2}) as n`,
     );
-    const byCodePoint = (a: string, b: string) => {
-      const [x, y] = [
-        Array.from(a, (c) => c.codePointAt(0) ?? 0),
-        Array.from(b, (c) => c.codePointAt(0) ?? 0),
-      ];
-      for (let i = 0; i < Math.min(x.length, y.length); i += 1)
-        if (x[i] !== y[i]) return (x[i] ?? 0) - (y[i] ?? 0);
-      return x.length - y.length;
-    };
     const range = {
       occurredAfter: new Date(from - 10 * DAY).toISOString(),
       occurredBefore: new Date(to + 12 * DAY).toISOString(),
@@ -608,9 +600,12 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
           first: 500,
         });
         const named = groups.map((g) => g.server ?? '').filter((server) => servers.includes(server));
-        expect([groupBy, named]).toEqual([groupBy, [...servers].sort((a, b) => sign * byCodePoint(a, b))]);
+        expect([groupBy, named]).toEqual([
+          groupBy,
+          [...servers].sort((a, b) => sign * compareByCodePoints(a, b)),
+        ]);
         const all = groups.map((g) => g.server ?? '');
-        expect(all).toEqual([...all].sort((a, b) => sign * byCodePoint(a, b)));
+        expect(all).toEqual([...all].sort((a, b) => sign * compareByCodePoints(a, b)));
       }
       // Cut after each: the same names first, so the database, not the service, chose them.
       const firstTwo = await stats({
@@ -620,7 +615,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         first: 2,
       });
       expect(firstTwo.map((g) => g.server)).toEqual(
-        [...servers].sort((a, b) => sign * byCodePoint(a, b)).slice(0, 2),
+        [...servers].sort((a, b) => sign * compareByCodePoints(a, b)).slice(0, 2),
       );
     }
   });

@@ -5,6 +5,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { selectRows } from '../../src/db/connection.ts';
 import { compareNames } from '../../src/domain/name-order.ts';
+import { compareByCodePoints } from '../support/code-points.ts';
 import { backendNames, openTestDatabase } from '../support/databases.ts';
 
 /** Names whose orders differ: by UTF-16 unit '😀' (D83D DE00) sorts before '\uFFFD', by code point after it. */
@@ -95,16 +96,9 @@ describe.each(backendNames)('compareNames (TypeScript) orders names as collate "
 
 describe('compareNames', () => {
   it('orders by code point, as comparing the code points one by one does', () => {
-    const codePoints = (name: string) => Array.from(name, (char) => char.codePointAt(0) ?? 0);
-    const reference = (a: string, b: string) => {
-      const [x, y] = [codePoints(a), codePoints(b)];
-      for (let i = 0; i < Math.min(x.length, y.length); i += 1)
-        if (x[i] !== y[i]) return (x[i] ?? 0) - (y[i] ?? 0);
-      return x.length - y.length;
-    };
     for (const a of NAMES)
       for (const b of NAMES)
-        expect([a, b, Math.sign(compareNames(a, b))]).toEqual([a, b, Math.sign(reference(a, b))]);
+        expect([a, b, Math.sign(compareNames(a, b))]).toEqual([a, b, Math.sign(compareByCodePoints(a, b))]);
     expect(compareNames('😀', '\ufffd')).toBeGreaterThan(0);
     expect('😀' < '\ufffd').toBe(true);
   });
