@@ -215,6 +215,8 @@ export const toolOutcomeOwnerDaily = pgTable(
       columns: [t.day, t.owner, t.configuration, t.server, t.toolName],
     }),
     index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
+    // Each group's days one range of an index (migrations/0033).
+    index('tool_outcome_owner_daily_group_idx').on(t.owner, t.configuration, t.server, t.toolName, t.day),
   ],
 );
 
@@ -232,6 +234,13 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
       columns: [t.day, t.owner, t.configuration, t.server, t.toolName, t.durationBucket],
     }),
     index('tool_outcome_owner_daily_durations_owner_idx').on(t.owner, t.day),
+    index('tool_outcome_owner_daily_durations_group_idx').on(
+      t.owner,
+      t.configuration,
+      t.server,
+      t.toolName,
+      t.day,
+    ),
     durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),
   ],
 );

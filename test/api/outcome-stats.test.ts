@@ -407,6 +407,11 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     const rollupRows = Object.fromEntries(
       OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
     );
+    // And as if they were the largest by far: the range is read from its days, and a ranking by
+    // calls or failures walks the groups of all time (every part of these ranges is short).
+    const rangeRows = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
+    );
     const allTime = new Set<string>(
       OUTCOME_ROLLUPS.filter((rollup) => rollup.grain === 'all').map((rollup) => rollup.name),
     );
@@ -451,6 +456,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               const expected = rankGroups(exact, ranking);
               for (const ranked of [
                 await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking),
+                await groupsRankedByCounts(db, { ...query, recorded, rollupRows: rangeRows }, ranking),
                 await groupsRankedByCounts(db, query, ranking),
               ]) {
                 // The database returns the first `first + 1` groups in the domain's order, no more.
@@ -572,6 +578,74 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     }
   });
 
+  it('ranks by calls and failures over a range by walking the groups of all time down to a bound, past the groups that lead all time', async () => {
+    const db = api.db;
+    const [run] = await db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    const range = { from: new Date(from), to: new Date(to) };
+    // Eight servers with 140 calls before the range and 60 in it (a fifth failed) lead every group
+    // of all time: the first batch of a walk for the first three, whose fourth gives the bound (60
+    // calls). Two servers with 100 calls each, all in the range (a third failed), lead the range and
+    // come after that batch: only the bound finds them.
+    await db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}::bigint, 340000 + n, 'tool', ${new Date(BASE + 3_600_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'steady_' || (n % 8), 10, false, 'ok'
+            from generate_series(1, 1120) as n
+          union all
+          select ${run?.id ?? 0}::bigint, 347000 + n, 'tool', ${new Date(from + 3_600_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'steady_' || (n % 8), 10, n % 5 = 0, case when n % 5 = 0 then 'failed' else 'ok' end
+            from generate_series(1, 480) as n
+          union all
+          select ${run?.id ?? 0}::bigint, 348000 + n, 'tool', ${new Date(from + 7_200_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'only_in_range_' || (n % 2), 10, n % 3 = 0, case when n % 3 = 0 then 'failed' else 'ok' end
+            from generate_series(1, 200) as n`,
+    );
+    const { recorded } = await callsOnRecord(db);
+    // The rollups of all time as the largest by far: the range is read from its days.
+    const rollupRows = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
+    );
+    for (const groupBy of [
+      ['owner', 'server'],
+      ['owner', 'configuration', 'server', 'tool'],
+    ] as OutcomeDimension[][]) {
+      const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
+      const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
+      for (const orderBy of ['total', 'failed'] as const)
+        for (const [minCalls, first] of [
+          [0, 1],
+          [2, 2],
+          [0, 3],
+          [101, 3],
+          [0, 60],
+        ] as const) {
+          const ranking = { orderBy, descending: true, minCalls, first };
+          const expected = rankGroups(exact, ranking);
+          if (orderBy === 'total' && minCalls <= 100 && first >= 2)
+            expect(expected.groups.slice(0, 2).map((group) => group.server)).toEqual([
+              'only_in_range_0',
+              'only_in_range_1',
+            ]);
+          const ranked = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
+          expect([
+            groupBy,
+            orderBy,
+            minCalls,
+            first,
+            ranked.cells.slice(0, first).map((cell) => [cell.server, cell.tally]),
+            ranked.more,
+          ]).toEqual([
+            groupBy,
+            orderBy,
+            minCalls,
+            first,
+            expected.groups.map((group) => [group.server, group.tally]),
+            expected.cut,
+          ]);
+        }
+    }
+  });
+
   it('orders groups by key as code points, in the database as in the domain, where UTF-16 order differs', async () => {
     const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
     // By UTF-16 unit '😀' (D83D DE00) comes before '\ufffd' and '\ue000'; by code point after them.
@@ -675,7 +749,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(byServer.map(keyOf)).toEqual(['/search//']);
     // The statements themselves, from the rollups and from run_steps: only the groups named, each whole. Over
     // weeks too, where the weekly rollups by owner and server and by configuration and server find each group's
-    // weeks by their index on it, and those by owner and tool and by server and tool read them by condition.
+    // weeks by their index on it, and those by owner and tool and by server and tool read them by condition;
+    // grouped by all four fields, the daily rollup and its durations find each group's days by their index.
     const weeks = {
       from: new Date(from - 10 * DAY + 17 * 60_000),
       to: new Date(to + 12 * DAY - 23 * 60_000),
@@ -686,6 +761,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'tool'],
       ['server', 'tool'],
       ['server', 'owner', 'tool'],
+      ['tool', 'owner', 'server', 'configuration'],
     ] as const)
       for (const range of [{ from: new Date(from), to: new Date(to) }, weeks])
         for (const spec of [null, bucketSpec('day', 0), bucketSpec('week', 0)]) {
@@ -713,6 +789,19 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               options,
             );
             expect(only.groups).toEqual(named);
+          }
+          // A second pass after a first that counted the groups: the histograms alone, which add up with the counts.
+          if (spec === null) {
+            const counts = await outcomeStatsCells(api.db, { ...query, onlyGroups, durations: false });
+            const histograms = await outcomeStatsCells(api.db, {
+              ...query,
+              onlyGroups,
+              histogramsOnly: true,
+            });
+            expect(
+              histograms.every((cell) => cell.tally.ok + cell.tally.failed + cell.tally.cancelled === 0),
+            ).toBe(true);
+            expect(summarise([...counts, ...histograms], options).groups).toEqual(named);
           }
         }
   });
