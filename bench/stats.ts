@@ -287,6 +287,20 @@ const CASES: Case[] = [
   { ...overNinetyDays('owner x server, 30 days', ['OWNER', 'SERVER']), days: 30 },
   { ...overNinetyDays('all four, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']), days: 30 },
   {
+    ...overNinetyDays('all four by failures, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']),
+    days: 30,
+    orderBy: { field: 'FAILED', direction: 'DESC' },
+  },
+  {
+    ...overNinetyDays('owner x configuration x server, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER']),
+    days: 30,
+  },
+  { ...overNinetyDays('owner x server x tool, 30 days', ['OWNER', 'SERVER', 'TOOL']), days: 30 },
+  {
+    ...overNinetyDays('configuration x server x tool, 30 days', ['CONFIGURATION', 'SERVER', 'TOOL']),
+    days: 30,
+  },
+  {
     ...overNinetyDays('all four by key, 30 days', ['OWNER', 'CONFIGURATION', 'SERVER', 'TOOL']),
     days: 30,
     orderBy: { field: 'KEY', direction: 'ASC' },
