@@ -387,40 +387,33 @@ async function indexedGroupCells(
   to: Date,
 ): Promise<StatsCell[]> {
   const durations = rollup.durationsTable !== null && (query.durations ?? true);
+  const read = (table: string, select: { sums: SQL; keys: number; having: SQL }) =>
+    eachGroupsRows(rollup, table, query, groups, from, to, select);
+  // Each group's counts (and histogram, where the rollup's rows hold one), per time bucket if any.
   const counts =
-    query.histogramsOnly && durations ? [] : await groupByGroupCounts(db, rollup, query, groups, from, to);
-  if (!durations) return counts;
+    query.histogramsOnly && durations
+      ? []
+      : (
+          await selectRows<Row>(
+            db,
+            read(rollup.table, {
+              sums: sql`${OUTCOME_SUMS} ${rollup.durationsTable ? sql`` : histogramSums(query)}`,
+              keys: 0,
+              having: sql`${CALLS_SUM} > 0`,
+            }),
+          )
+        ).map((row) => toCell(row, histogramOf(row.histogram)));
+  if (!durations || !rollup.durationsTable) return counts;
   // Each group's duration rows one range of the durations table's index by group.
   const rows = await selectRows<DurationRow>(
     db,
-    eachGroupsRows(rollup, rollup.durationsTable ?? rollup.table, query, groups, from, to, {
+    read(rollup.durationsTable, {
       sums: sql`duration_bucket, ${countSum(sql`calls`)} as calls`,
       keys: 1,
       having: sql`${countSum(sql`calls`)} <> 0`,
     }),
   );
   return [...counts, ...durationCells(rows).map(({ cell }) => cell)];
-}
-
-/** Each group's counts (and histogram, where the rollup's rows hold one), per time bucket if any. */
-async function groupByGroupCounts(
-  db: Database,
-  rollup: Rollup,
-  query: StatsQuery,
-  groups: readonly OutcomeGroupKey[],
-  from: Date,
-  to: Date,
-): Promise<StatsCell[]> {
-  const histograms = rollup.durationsTable ? sql`` : histogramSums(query);
-  const rows = await selectRows<Row>(
-    db,
-    eachGroupsRows(rollup, rollup.table, query, groups, from, to, {
-      sums: sql`${OUTCOME_SUMS} ${histograms}`,
-      keys: 0,
-      having: sql`${CALLS_SUM} > 0`,
-    }),
-  );
-  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
 }
 
 /**
