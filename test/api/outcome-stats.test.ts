@@ -17,6 +17,7 @@ import { appendLegacyToolStep } from '../../src/db/run-writes.ts';
 import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
 import {
   type OutcomeDimension,
+  outcomeGroupKey,
   rankGroups,
   type StatsCell,
   summarise,
@@ -585,7 +586,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     // Eight servers with 140 calls before the range and 60 in it (a fifth failed) lead every group
     // of all time: the first batch of a walk for the first three, whose fourth gives the bound (60
     // calls). Two servers with 100 calls each, all in the range (a third failed), lead the range and
-    // come after that batch: only the bound finds them.
+    // come after that batch: only the bound finds them. And one with 60 calls, all in the range: of
+    // all time exactly the bound, in the range tied with the eight, ahead of them by key.
     await db.execute(
       sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
           select ${run?.id ?? 0}::bigint, 340000 + n, 'tool', ${new Date(BASE + 3_600_000).toISOString()}::timestamptz + n * interval '1 second',
@@ -598,52 +600,66 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
           union all
           select ${run?.id ?? 0}::bigint, 348000 + n, 'tool', ${new Date(from + 7_200_000).toISOString()}::timestamptz + n * interval '1 second',
                  'search', 'only_in_range_' || (n % 2), 10, n % 3 = 0, case when n % 3 = 0 then 'failed' else 'ok' end
-            from generate_series(1, 200) as n`,
+            from generate_series(1, 200) as n
+          union all
+          select ${run?.id ?? 0}::bigint, 349000 + n, 'tool', ${new Date(from + 10_800_000).toISOString()}::timestamptz + n * interval '1 second',
+                 'search', 'a_tied', 10, false, 'ok'
+            from generate_series(1, 60) as n`,
     );
     const { recorded } = await callsOnRecord(db);
     // The rollups of all time as the largest by far: the range is read from its days.
     const rollupRows = Object.fromEntries(
       OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
     );
-    for (const groupBy of [
-      ['owner', 'server'],
-      ['owner', 'configuration', 'server', 'tool'],
-    ] as OutcomeDimension[][]) {
-      const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
-      const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
-      for (const orderBy of ['total', 'failed'] as const)
-        for (const [minCalls, first] of [
-          [0, 1],
-          [2, 2],
-          [0, 3],
-          [101, 3],
-          [0, 60],
-        ] as const) {
-          const ranking = { orderBy, descending: true, minCalls, first };
-          const expected = rankGroups(exact, ranking);
-          if (orderBy === 'total' && minCalls <= 100 && first >= 2)
-            expect(expected.groups.slice(0, 2).map((group) => group.server)).toEqual([
-              'only_in_range_0',
-              'only_in_range_1',
+    // Filters only lower a group's calls in the range, never above its calls of all time.
+    const filters: Array<Partial<StatsQuery>> = [
+      {},
+      { owners: ['alice'] },
+      { outcomes: ['failed', 'cancelled'] },
+      { servers: ['steady_1', 'only_in_range_1', 'web'] },
+    ];
+    for (const filter of filters)
+      for (const groupBy of [
+        ['owner', 'server'],
+        ['configuration', 'server', 'tool'],
+        ['owner', 'configuration', 'server', 'tool'],
+      ] as OutcomeDimension[][]) {
+        const query: StatsQuery = { groupBy, range, spec: null, now: range.to, ...filter };
+        const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
+        for (const orderBy of ['total', 'failed'] as const)
+          for (const [minCalls, first] of [
+            [0, 1],
+            [2, 2],
+            [0, 3],
+            [101, 3],
+            [0, 60],
+          ] as const) {
+            const ranking = { orderBy, descending: true, minCalls, first };
+            const expected = rankGroups(exact, ranking);
+            if (Object.keys(filter).length === 0 && orderBy === 'total' && minCalls <= 60)
+              expect(expected.groups.slice(0, 3).map((group) => group.server)).toEqual(
+                ['only_in_range_0', 'only_in_range_1', 'a_tied'].slice(0, first),
+              );
+            const ranked = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
+            expect([
+              filter,
+              groupBy,
+              orderBy,
+              minCalls,
+              first,
+              ranked.cells.slice(0, first).map((cell) => [outcomeGroupKey(cell), cell.tally]),
+              ranked.more,
+            ]).toEqual([
+              filter,
+              groupBy,
+              orderBy,
+              minCalls,
+              first,
+              expected.groups.map((group) => [outcomeGroupKey(group), group.tally]),
+              expected.cut,
             ]);
-          const ranked = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
-          expect([
-            groupBy,
-            orderBy,
-            minCalls,
-            first,
-            ranked.cells.slice(0, first).map((cell) => [cell.server, cell.tally]),
-            ranked.more,
-          ]).toEqual([
-            groupBy,
-            orderBy,
-            minCalls,
-            first,
-            expected.groups.map((group) => [group.server, group.tally]),
-            expected.cut,
-          ]);
-        }
-    }
+          }
+      }
   });
 
   it('orders groups by key as code points, in the database as in the domain, where UTF-16 order differs', async () => {
