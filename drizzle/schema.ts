@@ -216,7 +216,7 @@ export const toolOutcomeOwnerDaily = pgTable(
     }),
     index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
     // Each group's days one range of an index (migrations/0033).
-    index('tool_outcome_owner_daily_group_idx').on(t.owner, t.configuration, t.server, t.toolName, t.day),
+    index('tool_outcome_owner_daily_group_idx').on(t.owner, t.server, t.toolName, t.configuration, t.day),
   ],
 );
 
@@ -236,9 +236,9 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
     index('tool_outcome_owner_daily_durations_owner_idx').on(t.owner, t.day),
     index('tool_outcome_owner_daily_durations_group_idx').on(
       t.owner,
-      t.configuration,
       t.server,
       t.toolName,
+      t.configuration,
       t.day,
     ),
     durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),

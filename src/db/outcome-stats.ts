@@ -359,18 +359,22 @@ function rollupConditions(
 }
 
 /**
- * Rollups with an index led by their key's fields, then the time (migrations
- * 0022, 0028 and 0033): one group's units are one range of it.
+ * Rollups with an index led by fields of their key, then the time
+ * (migrations 0022, 0028 and 0033): the fields in the index's order, and how
+ * many of the first a grouping must fix. A group of those first fields is one
+ * range of the index: its units, and any other field's values in them, read
+ * together (a group fixing fewer would read too many such values).
  */
-const INDEXED_BY_GROUP: ReadonlySet<RollupName> = new Set([
-  'ownerServerWeekly',
-  'configurationServerWeekly',
-  // Migration 0028.
-  'ownerConfigurationServerWeekly',
-  'ownerConfigurationToolWeekly',
-  // Migration 0033, its durations too.
-  'everyKeyDaily',
-]);
+const INDEXED_BY_GROUP: ReadonlyMap<RollupName, { fields: readonly OutcomeDimension[]; least: number }> =
+  new Map([
+    ['ownerServerWeekly', { fields: ['owner', 'server'], least: 2 }],
+    ['configurationServerWeekly', { fields: ['configuration', 'server'], least: 2 }],
+    ['ownerConfigurationServerWeekly', { fields: ['owner', 'configuration', 'server'], least: 3 }],
+    ['ownerConfigurationToolWeekly', { fields: ['owner', 'configuration', 'tool'], least: 3 }],
+    // Its durations too: grouped by all four fields, or by owner, server and tool (a group's few
+    // configurations, one each on most owners, read with it).
+    ['everyKeyDaily', { fields: ['owner', 'server', 'tool', 'configuration'], least: 3 }],
+  ]);
 
 /**
  * Only some groups, each of whose rows is found by the rollup's index on its
@@ -430,7 +434,7 @@ function eachGroupsRows(
   to: Date,
   select: { sums: SQL; keys: number; having: SQL },
 ): SQL {
-  const fields = rollup.dimensions;
+  const fields = rollup.dimensions.filter((field) => query.groupBy.includes(field));
   const sameGroup = fields.map((field) => sql`${ROLLUP_COLUMNS[field]} = k.${sql.raw(field)}`);
   const bucket = query.spec ? sql`${bucketSql(query.spec, epochMsOf(rollup))} as bucket,` : sql``;
   const grouped = (query.spec ? 1 : 0) + select.keys;
@@ -446,11 +450,12 @@ function eachGroupsRows(
            ) as g`;
 }
 
-/** Whether a query's groups are each a range of the rollup's index by group: it groups by every field of its key. */
+/** Whether a query's groups are each a range of the rollup's index by group: it groups by the index's first fields. */
 function readsGroupByGroup(rollup: Rollup, query: StatsQuery): boolean {
-  return (
-    INDEXED_BY_GROUP.has(rollup.name) && rollup.dimensions.every((field) => query.groupBy.includes(field))
-  );
+  const grouped = new Set(query.groupBy);
+  const index = INDEXED_BY_GROUP.get(rollup.name);
+  if (!index || grouped.size < index.least || grouped.size > index.fields.length) return false;
+  return index.fields.slice(0, grouped.size).every((field) => grouped.has(field));
 }
 
 /**
