@@ -74,6 +74,12 @@ const PLAIN_MANY = `INSERT INTO run_steps (run_id, sequence, kind, round, durati
          '{"arguments":{"query":"benchmark"},"content":"a result of modest size","artifacts":[]}'::jsonb,
          '{"argumentsBytes":21,"contentBytes":23,"artifactCount":0}'::jsonb
     FROM generate_series(0, $3 - 1) AS g`;
+/**
+ * The same with a tool never seen before at each step: every call opens a new
+ * row (and its index entries) in each rollup keyed by tool, where the others
+ * add to rows that exist. The write path's worst case for the rollups.
+ */
+const PLAIN_NEW_KEYS = PLAIN_MANY.replace("'tool_' || (g % 20)", "'new_' || $1::bigint || '_' || ($2 + g)");
 
 /** Runs `total` tasks over `concurrency` workers; seconds elapsed and each task's latency in ms. */
 async function timedWithLatency(
@@ -186,13 +192,13 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
     const payload = JSON.stringify({ arguments: { query: 'benchmark' }, content: CONTENT, artifacts: [] });
     const metadata = JSON.stringify({ argumentsBytes: 21, contentBytes: 23, artifactCount: 0 });
     const plain =
-      (size: number, connections: number, generated = false) =>
+      (size: number, connections: number, generated: 'repeated keys' | 'new keys' | null = null) =>
       async (i: number) => {
         const runId = plainRuns[i % connections]?.id ?? '';
         const first = (sequences.get(runId) ?? 0) + 1;
         sequences.set(runId, first + size - 1);
         if (size > 1 && generated) {
-          await pool.query(PLAIN_MANY, [runId, first, size]);
+          await pool.query(generated === 'new keys' ? PLAIN_NEW_KEYS : PLAIN_MANY, [runId, first, size]);
           return;
         }
         if (size > 1) {
@@ -231,7 +237,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
         // Warm both paths so neither pays for first use in the measurement.
         await load(service.url, key, 40, 8, (i) => body(size, runs[i % 8] ?? '', i));
         await timedWithLatency(40, 8, plain(size, 8));
-        if (size > 1) await timedWithLatency(40, 8, plain(size, 8, true));
+        if (size > 1) await timedWithLatency(40, 8, plain(size, 8, 'repeated keys'));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
           const cpuBefore = (await service.memory()).cpuMicros;
@@ -244,7 +250,11 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
           const direct = await timedWithLatency(requests, connections, plain(size, connections));
           const generated =
             size > 1
-              ? await timedWithLatency(requests, connections, plain(size, connections, true))
+              ? await timedWithLatency(requests, connections, plain(size, connections, 'repeated keys'))
+              : undefined;
+          const newKeys =
+            size > 1
+              ? await timedWithLatency(requests, connections, plain(size, connections, 'new keys'))
               : undefined;
           const apiRate = perSecond(requests * size, api.seconds);
           const pgRate = perSecond(requests * size, direct.seconds);
@@ -261,6 +271,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             'pg p50 ms': ms(quantile(direct.latencies, 0.5)),
             'pg p99 ms': ms(quantile(direct.latencies, 0.99)),
             'pg generated steps/s': generated ? perSecond(requests * size, generated.seconds) : '-',
+            'pg generated, new keys, steps/s': newKeys ? perSecond(requests * size, newKeys.seconds) : '-',
           });
         }
       }
