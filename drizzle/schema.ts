@@ -217,6 +217,14 @@ export const toolOutcomeOwnerDaily = pgTable(
     index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
     // Each group's days one range of an index (migrations/0033).
     index('tool_outcome_owner_daily_group_idx').on(t.owner, t.server, t.toolName, t.configuration, t.day),
+    // And again led by configuration (migrations/0034).
+    index('tool_outcome_owner_daily_configuration_group_idx').on(
+      t.configuration,
+      t.server,
+      t.toolName,
+      t.owner,
+      t.day,
+    ),
   ],
 );
 
@@ -239,6 +247,13 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
       t.server,
       t.toolName,
       t.configuration,
+      t.day,
+    ),
+    index('tool_outcome_owner_daily_durations_configuration_group_idx').on(
+      t.configuration,
+      t.server,
+      t.toolName,
+      t.owner,
       t.day,
     ),
     durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),

@@ -766,7 +766,8 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     // The statements themselves, from the rollups and from run_steps: only the groups named, each whole. Over
     // weeks too, where the weekly rollups by owner and server and by configuration and server find each group's
     // weeks by their index on it, and those by owner and tool and by server and tool read them by condition;
-    // grouped by all four fields, the daily rollup and its durations find each group's days by their index.
+    // grouped by all four fields, or by three with server and tool, the daily rollup and its durations find
+    // each group's days by one of their indexes.
     const weeks = {
       from: new Date(from - 10 * DAY + 17 * 60_000),
       to: new Date(to + 12 * DAY - 23 * 60_000),
@@ -777,6 +778,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'tool'],
       ['server', 'tool'],
       ['server', 'owner', 'tool'],
+      ['tool', 'configuration', 'server'],
       ['tool', 'owner', 'server', 'configuration'],
     ] as const)
       for (const range of [{ from: new Date(from), to: new Date(to) }, weeks])
