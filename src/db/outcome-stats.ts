@@ -1087,12 +1087,13 @@ const COUNT_WALK_LIMIT = 8;
  * are counted one index range each (`countsGroupByGroup`). No group has more
  * in the range than of all time. So: the first `2 (first + 1)` groups of all
  * time in the ranking's order are counted over the range, and the `first +
- * 1`-th of them gives a bound (no lower than the true `first + 1`-th of the
+ * 1`-th of them gives a bound (never above the true `first + 1`-th of the
  * range); every group that can rank among the first `first + 1` has at least
  * the bound of all time, and those are counted too, then all ranked. All four
  * fields over 30 days on `wide`: 2,633 groups counted of the range's
- * 147,353. Past `COUNT_WALK_LIMIT` batches (a bound too low to cut: a
- * short range, a few calls a group) null: the caller ranks the range whole.
+ * 147,353. With more than `COUNT_WALK_LIMIT` times the groups wanted past the
+ * first batch (a bound too low to cut: a short range, a few calls a group)
+ * null: the caller ranks the range whole.
  */
 async function groupsWalkedByCount(
   db: Database,
