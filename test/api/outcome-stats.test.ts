@@ -193,8 +193,19 @@ function oneOfEach<G extends Pick<Group, 'server' | 'toolName' | 'configuration'
   return groups.filter((group, i) => groups.findIndex((g) => keyOf(g) === keyOf(group)) === i);
 }
 
+/**
+ * Rows of each rollup as if the rollups of all time were the largest by far: a
+ * range is read from its days, and a ranking by calls or failures over it
+ * walks the groups of all time (where its parts are counted group by group).
+ */
+const RANGE_READ_ROWS = Object.fromEntries(
+  OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
+);
+
 describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   let api: TestApi;
+  /** Every statement the suite's database is sent, for a test to look at what it read. */
+  const statements: string[] = [];
   const calls = buildCalls();
   // Partial days at both ends: the edges come from run_steps, the middle from the daily table.
   const from = BASE + 5 * 3_600_000;
@@ -202,7 +213,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
   const range = { occurredAfter: new Date(from).toISOString(), occurredBefore: new Date(to).toISOString() };
 
   beforeAll(async () => {
-    api = await openTestApi(backend);
+    api = await openTestApi(backend, { onQuery: (statement) => statements.push(statement) });
     await record(api, calls);
   }, 120_000);
   afterAll(async () => api?.dispose());
@@ -408,11 +419,6 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     const rollupRows = Object.fromEntries(
       OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
     );
-    // And as if they were the largest by far: the range is read from its days, and a ranking by
-    // calls or failures walks the groups of all time (every part of these ranges is short).
-    const rangeRows = Object.fromEntries(
-      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
-    );
     const allTime = new Set<string>(
       OUTCOME_ROLLUPS.filter((rollup) => rollup.grain === 'all').map((rollup) => rollup.name),
     );
@@ -457,7 +463,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               const expected = rankGroups(exact, ranking);
               for (const ranked of [
                 await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking),
-                await groupsRankedByCounts(db, { ...query, recorded, rollupRows: rangeRows }, ranking),
+                await groupsRankedByCounts(db, { ...query, recorded, rollupRows: RANGE_READ_ROWS }, ranking),
                 await groupsRankedByCounts(db, query, ranking),
               ]) {
                 // The database returns the first `first + 1` groups in the domain's order, no more.
@@ -607,10 +613,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
             from generate_series(1, 60) as n`,
     );
     const { recorded } = await callsOnRecord(db);
-    // The rollups of all time as the largest by far: the range is read from its days.
-    const rollupRows = Object.fromEntries(
-      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.grain === 'all' ? 1e12 : 1_000_000]),
-    );
+    const rollupRows = RANGE_READ_ROWS;
     // Filters only lower a group's calls in the range, never above its calls of all time.
     const filters: Array<Partial<StatsQuery>> = [
       {},
@@ -640,7 +643,13 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               expect(expected.groups.slice(0, 3).map((group) => group.server)).toEqual(
                 ['only_in_range_0', 'only_in_range_1', 'a_tied'].slice(0, first),
               );
+            statements.length = 0;
             const ranked = await groupsRankedByCounts(db, { ...query, recorded, rollupRows }, ranking);
+            // The first three walk past their first batch of eight: the groups of all time from the bound on.
+            if (Object.keys(filter).length === 0 && first === 3 && minCalls === 0)
+              expect(
+                statements.some((statement) => /_all_time\b[\s\S]* offset 8 limit /.test(statement)),
+              ).toBe(true);
             expect([
               filter,
               groupBy,
