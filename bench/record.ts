@@ -67,19 +67,23 @@ const PLAIN_SENT = `INSERT INTO run_steps (run_id, sequence, kind, round, durati
   SELECT $1, $2 + x.i - 1, 'tool', x.r, x.d, now(), x.t, x.s, x.e, x.o, x.p, x.m
     FROM unnest($3::int[], $4::int[], $5::text[], $6::text[], $7::boolean[], $8::text[], $9::jsonb[], $10::jsonb[])
          WITH ORDINALITY AS x(r, d, t, s, e, o, p, m, i)`;
-/** Many rows made by the server from a series: nothing travels but three numbers. */
-const PLAIN_MANY = `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
-  SELECT $1, $2 + g, 'tool', 1, 25, now(), 'tool_' || (g % 20), 'server_' || (g % 5), g % 7 = 0,
+/** Many rows made by the server from a series, each with the tool given: nothing travels but three numbers. */
+const generatedSteps = (
+  tool: string,
+) => `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
+  SELECT $1, $2 + g, 'tool', 1, 25, now(), ${tool}, 'server_' || (g % 5), g % 7 = 0,
          CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END,
          '{"arguments":{"query":"benchmark"},"content":"a result of modest size","artifacts":[]}'::jsonb,
          '{"argumentsBytes":21,"contentBytes":23,"artifactCount":0}'::jsonb
     FROM generate_series(0, $3 - 1) AS g`;
+/** On the 20 tools of `call`. */
+const PLAIN_MANY = generatedSteps("'tool_' || (g % 20)");
 /**
- * The same with a tool never seen before at each step: every call opens a new
- * row (and its index entries) in each rollup keyed by tool, where the others
- * add to rows that exist. The write path's worst case for the rollups.
+ * With a tool never seen before at each step: every call opens a new row (and
+ * its index entries) in each rollup keyed by tool, where the others add to
+ * rows that exist. The write path's worst case for the rollups.
  */
-const PLAIN_NEW_KEYS = PLAIN_MANY.replace("'tool_' || (g % 20)", "'new_' || $1::bigint || '_' || ($2 + g)");
+const PLAIN_NEW_KEYS = generatedSteps("'new_' || $1::bigint || '_' || ($2 + g)");
 
 /** Runs `total` tasks over `concurrency` workers; seconds elapsed and each task's latency in ms. */
 async function timedWithLatency(
@@ -235,9 +239,12 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
     const { peak } = await peakMemory(service, async () => {
       for (const size of SIZES) {
         // Warm both paths so neither pays for first use in the measurement.
-        await load(service.url, key, 40, 8, (i) => body(size, runs[i % 8] ?? '', i));
-        await timedWithLatency(40, 8, plain(size, 8));
-        if (size > 1) await timedWithLatency(40, 8, plain(size, 8, 'repeated keys'));
+        await load(service.url, key, 40, maxConnections, (i) =>
+          body(size, runs[i % maxConnections] ?? '', i),
+        );
+        await timedWithLatency(40, maxConnections, plain(size, maxConnections));
+        if (size > 1)
+          await timedWithLatency(40, maxConnections, plain(size, maxConnections, 'repeated keys'));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
           const cpuBefore = (await service.memory()).cpuMicros;
