@@ -1258,9 +1258,23 @@ function rowsRankedOfAllTime(
      ${firstOfRanking(ranking)}`;
 }
 
-/** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */
+/**
+ * Where each part of a query's range is read from: the domain's plan, or
+ * run_steps whole with `raw`. A part wholly outside the days on record (the
+ * rest of a range's last week, yet to come) holds no calls: it is left out,
+ * where it cost a statement, or an index probe for each of 500 groups (9 ms).
+ */
 export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto'): StatsSegment[] {
   if (strategy === 'raw') return [{ from: query.range.from, to: query.range.to, source: 'raw' }];
+  const recorded = query.recorded;
+  return plannedSegments(query).filter(
+    ({ from, to }) =>
+      !recorded || (to.getTime() > recorded.from.getTime() && from.getTime() < recorded.to.getTime()),
+  );
+}
+
+/** The domain's plan of a query's range, every part of it. */
+function plannedSegments(query: StatsQuery): StatsSegment[] {
   return planOutcomeStats({
     groupBy: query.groupBy,
     filteredBy: filteredBy(query),

@@ -671,6 +671,41 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       }
   });
 
+  it('reads no part of a range outside the days on record, and counts it the same', async () => {
+    const db = api.db;
+    const { recorded, rollupRows } = await callsOnRecord(db);
+    if (!recorded) throw new Error('the suite records calls');
+    // A range up to now, two and a half days past the last day with calls: its last week is read
+    // whole, less the rest of it, which lies past every call.
+    const range = {
+      from: new Date(BASE - 9 * DAY),
+      to: new Date(recorded.to.getTime() + 2 * DAY + 12 * 3_600_000),
+    };
+    const pastRecord = (segments: ReturnType<typeof statsSegments>) =>
+      segments.filter((segment) => segment.from.getTime() >= recorded.to.getTime());
+    for (const groupBy of [
+      ['server'],
+      ['owner', 'server'],
+      ['owner', 'configuration', 'server', 'tool'],
+    ] as OutcomeDimension[][]) {
+      const query: StatsQuery = { groupBy, range, spec: null, now: range.to, rollupRows };
+      // Planned without the days on record, the rest of the last week is taken away; with them, not read.
+      expect([groupBy, pastRecord(statsSegments(query)).length > 0]).toEqual([groupBy, true]);
+      expect([groupBy, pastRecord(statsSegments({ ...query, recorded }))]).toEqual([groupBy, []]);
+      const byKey = {
+        orderBy: 'key',
+        descending: false,
+        minCalls: 0,
+        first: 500,
+        spec: null,
+        range,
+      } as const;
+      const exact = summarise(await outcomeStatsCells(db, query, 'raw'), byKey);
+      expect(exact.groups.length).toBeGreaterThan(1);
+      expect(summarise(await outcomeStatsCells(db, { ...query, recorded }), byKey)).toEqual(exact);
+    }
+  });
+
   it('orders groups by key as code points, in the database as in the domain, where UTF-16 order differs', async () => {
     const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
     // By UTF-16 unit '😀' (D83D DE00) comes before '\ufffd' and '\ue000'; by code point after them.
