@@ -538,6 +538,27 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
   ],
 );
 
+/**
+ * Tool calls per week (from Monday, 00:00 UTC), run owner, run configuration,
+ * server and tool, counts only (migrations/0035): the whole weeks of a
+ * ranking's first pass that no narrower weekly rollup answers.
+ */
+export const toolOutcomeWeekly = pgTable(
+  'tool_outcome_weekly',
+  {
+    week: date('week', { mode: 'string' }).notNull(),
+    ...everyKeyColumns(),
+    ...callCountColumns(),
+  },
+  (t) => [
+    primaryKey({
+      name: 'tool_outcome_weekly_pkey',
+      columns: [t.week, t.owner, t.configuration, t.server, t.toolName],
+    }),
+    startsOnMonday('tool_outcome_weekly_monday', t.week),
+  ],
+);
+
 /** An index on the calls a rollup row counts, to rank its rows by them (migrations/0029). */
 const callsIndex = (name: string, t: { ok: AnyPgColumn; failed: AnyPgColumn; cancelled: AnyPgColumn }) =>
   index(name).using('btree', sql`(${t.ok} + ${t.failed} + ${t.cancelled})`);

@@ -260,7 +260,7 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027, 0028 and 0030). */
+/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027, 0028, 0030 and 0035). */
 const TABLES: Readonly<Record<RollupName, string>> = {
   serverDaily: 'tool_outcome_server_daily',
   serverToolDaily: 'tool_outcome_daily',
@@ -280,6 +280,7 @@ const TABLES: Readonly<Record<RollupName, string>> = {
   ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
   configurationToolWeekly: 'tool_outcome_configuration_tool_weekly',
   ownerConfigurationToolWeekly: 'tool_outcome_owner_configuration_tool_weekly',
+  everyKeyWeekly: 'tool_outcome_weekly',
   everyKeyAllTime: 'tool_outcome_all_time',
   ownerConfigurationToolAllTime: 'tool_outcome_owner_configuration_tool_all_time',
   ownerConfigurationServerAllTime: 'tool_outcome_owner_configuration_server_all_time',

@@ -43,6 +43,7 @@ export type RollupName =
   | 'ownerConfigurationServerWeekly'
   | 'configurationToolWeekly'
   | 'ownerConfigurationToolWeekly'
+  | 'everyKeyWeekly'
   | 'everyKeyAllTime'
   | 'ownerConfigurationToolAllTime'
   | 'ownerConfigurationServerAllTime'
@@ -84,6 +85,10 @@ export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
   { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
   { name: 'configurationToolWeekly', grain: 'week', dimensions: ['configuration', 'tool'] },
   { name: 'ownerConfigurationToolWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'tool'] },
+  // Every field, counts alone: the weeks of a ranking's first pass none of the above answers (all
+  // four fields, owner or configuration x server x tool). Its histograms would cost every write
+  // a row per duration bucket and key; the groups returned read theirs from the days.
+  { name: 'everyKeyWeekly', grain: 'week', dimensions: EVERY_KEY, countsOnly: true },
   // Every call ever recorded, per key: a range holding most of the calls is read as all of them
   // less those outside it, where the daily rollup keyed by every field holds about a row per call.
   // Counts alone keyed by exactly the fields of groupings with many groups, whose groups the rows
@@ -167,12 +172,16 @@ export interface StatsSegment {
   movedFrom?: RollupGrain;
 }
 
-/** The first (smallest) rollup of a grain whose key holds every field the request needs. */
+/**
+ * The first (smallest) rollup of a grain whose key holds every field the
+ * request needs: one that keeps histograms, unless the request reads none.
+ */
 export function rollupFor(
   grain: RollupSpan,
   needed: readonly OutcomeDimension[],
+  countsOnly = false,
 ): RollupDefinition | undefined {
-  return rollupsCovering(grain, needed).find((rollup) => !rollup.countsOnly);
+  return rollupsCovering(grain, needed).find((rollup) => countsOnly || !rollup.countsOnly);
 }
 
 /** Every rollup of a grain whose key holds every field the request needs, smallest first. */
@@ -271,9 +280,10 @@ export function planOutcomeStats(request: RollupRequest): StatsSegment[] {
       request.spec?.sizeMs !== undefined &&
       request.spec.sizeMs % GRAIN_MS[grain] === 0;
     if (!aligned && !shifted) continue;
-    const rollup = rollupFor(grain, needed);
+    const rollup = rollupFor(grain, needed, request.countsOnly);
     const finer = tiers.at(-1);
     if (!rollup || (finer && !rollup.dimensions.every((field) => finer.dimensions.includes(field)))) continue;
+    if (finer && !weeksPay(rollup, finer, request)) continue;
     if (grain === 'hour' && stepsFindItsCalls(rollup, request, needed)) continue;
     tiers.push({ grain, source: rollup.name, dimensions: rollup.dimensions, shifted });
   }
@@ -376,6 +386,29 @@ function allOfTime(
     each.dimensions.every((field) => coarsest.dimensions.includes(field)),
   );
   return rollup ? { rollup, recorded } : null;
+}
+
+/**
+ * The largest share of the daily rollup's rows a weekly rollup keyed by the
+ * same fields may hold to be read for whole weeks: its keys must have calls on
+ * two days of a week or more, on average. Otherwise its weeks save too few
+ * rows to pay for the walk by count they rule out (its weeks are not indexed
+ * by group).
+ */
+const WEEKLY_ROWS_SHARE = 0.5;
+
+/**
+ * Whether whole weeks are read from a weekly rollup rather than from the
+ * daily tier: always from one keyed by fewer fields; from one keyed by the
+ * same fields only where it holds at most WEEKLY_ROWS_SHARE of the daily
+ * rollup's rows, by the database's estimates (without them it is: a weekly
+ * row never holds more than the days it sums).
+ */
+function weeksPay(rollup: RollupDefinition, finer: Tier, request: RollupRequest): boolean {
+  if (rollup.grain !== 'week' || rollup.dimensions.length < finer.dimensions.length) return true;
+  const weekly = request.rollupRows?.[rollup.name];
+  const daily = request.rollupRows?.[finer.source];
+  return weekly === undefined || daily === undefined || weekly <= WEEKLY_ROWS_SHARE * daily;
 }
 
 interface Tier {

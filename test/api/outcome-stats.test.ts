@@ -952,16 +952,22 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       const { recorded } = await callsOnRecord(db);
       expect(recorded).not.toBeNull();
       // Rows of each rollup as if the rollups of all time were the smallest: they read every range they can.
-      const rollupRows = Object.fromEntries(
+      const allTimeSmallest = Object.fromEntries(
         OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
+      );
+      // And as if the weekly rollup keyed by every field held a row per key and month: it reads the weeks
+      // of a range of weeks.
+      const weeksSmallest = Object.fromEntries(
+        OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.name === 'everyKeyWeekly' ? 1 : 1_000_000]),
       );
       for (const groupBy of groupings)
         for (const [bucket, offset] of buckets) {
           turn += 1;
-          const range = [wholeHours, partialHours, weeks][turn % 3] ?? wholeHours;
+          const turnsRange = [wholeHours, partialHours, weeks][turn % 3] ?? wholeHours;
           const owners = turn % 4 === 0 ? ['bob'] : null;
-          // Without buckets, counts alone too: the rollups of all time that keep no histograms may answer.
-          for (const countsOnly of bucket === null ? [false, true] : [false]) {
+          // Without buckets, counts alone too: the rollups that keep no histograms may answer.
+          for (const rollupRows of bucket === null ? [null, allTimeSmallest, weeksSmallest] : [null]) {
+            const range = rollupRows === weeksSmallest ? weeks : turnsRange;
             const query: StatsQuery = {
               groupBy,
               range,
@@ -971,7 +977,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
               // Answered at the range's end now and then: its last units read whole, less what is to come.
               ...(turn % 2 === 0 ? { now: range.to } : {}),
               ...(turn % 5 !== 0 ? { recorded } : {}),
-              ...(countsOnly ? { durations: false, rollupRows } : {}),
+              ...(rollupRows ? { durations: false, rollupRows } : {}),
             };
             for (const segment of statsSegments(query)) sourcesUsed.add(segment.source);
             const options = {

@@ -35,6 +35,7 @@ import {
   toolOutcomeServerDaily,
   toolOutcomeServerHourly,
   toolOutcomeServerToolWeekly,
+  toolOutcomeWeekly,
 } from '../../drizzle/schema.ts';
 import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
 import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
@@ -271,6 +272,11 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       tables: ['tool_outcome_owner_server_all_time', 'tool_outcome_configuration_server_all_time'],
       callEvery: '151 minutes',
     },
+    {
+      version: 35,
+      tables: ['tool_outcome_weekly'],
+      callEvery: '197 minutes',
+    },
   ])(
     'build the rollups of migration $version from the calls already counted, as a recount of run_steps would',
     async ({ version, tables, callEvery }) => {
@@ -346,6 +352,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         toolOutcomeServerToolWeekly,
         toolOutcomeConfigurationToolWeekly,
         toolOutcomeOwnerConfigurationToolWeekly,
+        toolOutcomeWeekly,
         toolOutcomeAllTime,
         toolOutcomeAllTimeDurations,
         toolOutcomeOwnerServerToolAllTime,
@@ -393,6 +400,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         'tool_outcome_server_tool_weekly',
         'tool_outcome_configuration_tool_weekly',
         'tool_outcome_owner_configuration_tool_weekly',
+        'tool_outcome_weekly',
         'tool_outcome_all_time',
         'tool_outcome_all_time_durations',
         'tool_outcome_owner_server_tool_all_time',

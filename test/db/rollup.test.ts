@@ -117,6 +117,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     rollupOf('tool_outcome_server_tool_weekly', 'week', ['server', 'tool_name']),
     rollupOf('tool_outcome_configuration_tool_weekly', 'week', ['configuration', 'tool_name']),
     rollupOf('tool_outcome_owner_configuration_tool_weekly', 'week', ['owner', 'configuration', 'tool_name']),
+    rollupOf('tool_outcome_weekly', 'week', ['owner', 'configuration', 'server', 'tool_name'], null, false),
     rollupOf(
       'tool_outcome_all_time',
       'all',
@@ -385,7 +386,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
 
   it('refuses a weekly row whose week does not start on a Monday, writing nothing', async () => {
     const weekly = ROLLUPS.filter((each) => each.time === 'week');
-    expect(weekly.length).toBe(9);
+    expect(weekly.length).toBe(10);
     for (const { table, columns } of weekly) {
       const keys = columns.map((column) => `'${column}-1'`).join(', ');
       const insert = (week: string) =>

@@ -333,6 +333,53 @@ describe('which rollup answers which statistics request', () => {
     ).toEqual(['ownerConfigurationServerDaily']);
   });
 
+  it('counts whole weeks keyed by every field only for counts alone, and only where they hold at most half the daily rows', () => {
+    // Four whole weeks, from Monday 2026-03-02, and days around them.
+    const range = { from: at('2026-02-27T00:00:00Z'), to: at('2026-04-01T00:00:00Z') };
+    const plan = (groupBy: OutcomeDimension[], extra: Partial<RollupRequest> = {}) =>
+      new Set(sources(planOutcomeStats(request({ groupBy, range, countsOnly: true, ...extra }))));
+    // Its keys have calls on several days of a week (as on 40 owners, 20 servers of 10 tools): weeks.
+    const dense = { everyKeyDaily: 565_164, everyKeyWeekly: 196_944 };
+    for (const groupBy of [
+      ['owner', 'server', 'tool'],
+      ['configuration', 'server', 'tool'],
+      ['owner', 'configuration', 'server', 'tool'],
+    ] as OutcomeDimension[][])
+      expect([groupBy, plan(groupBy, { rollupRows: dense })]).toEqual([
+        groupBy,
+        new Set(['everyKeyDaily', 'everyKeyWeekly']),
+      ]);
+    expect(
+      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 200_000, everyKeyWeekly: 100_000 } }),
+    ).toContain('everyKeyWeekly');
+    // A call or two a key and week (300 owners, 40 servers of 15 tools): the days.
+    expect(
+      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 818_611, everyKeyWeekly: 633_830 } }),
+    ).toEqual(new Set(['everyKeyDaily']));
+    expect(
+      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 200_000, everyKeyWeekly: 100_001 } }),
+    ).toEqual(new Set(['everyKeyDaily']));
+    // Without estimates, weeks: a weekly row never holds more than the days it sums.
+    expect(plan(['owner', 'server', 'tool'])).toContain('everyKeyWeekly');
+    expect(plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 818_611 } })).toContain(
+      'everyKeyWeekly',
+    );
+    // It keeps no histograms: a request that reads them reads the days.
+    expect(plan(['owner', 'server', 'tool'], { countsOnly: false, rollupRows: dense })).toEqual(
+      new Set(['everyKeyDaily']),
+    );
+    // A narrower weekly rollup is read whatever the estimates, and before it.
+    expect(
+      plan(['owner', 'configuration', 'tool'], {
+        countsOnly: false,
+        rollupRows: { everyKeyDaily: 200_000, ownerConfigurationToolWeekly: 190_000 },
+      }),
+    ).toContain('ownerConfigurationToolWeekly');
+    expect(plan(['owner', 'configuration', 'tool'], { rollupRows: dense })).toContain(
+      'ownerConfigurationToolWeekly',
+    );
+  });
+
   it('reads whole hours of one server from run_steps, by its server index, where the hourly rollup holds every key', () => {
     const ofOneServer = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['server'] }));
     expect(signed(ofOneServer)).toEqual([
