@@ -389,23 +389,25 @@ function allOfTime(
 }
 
 /**
- * The largest share of the daily rollup's rows a weekly rollup keyed by the
- * same fields may hold to be read for whole weeks: its keys must have calls on
- * two days of a week or more, on average. Otherwise its weeks save too few
- * rows to pay for the walk by count they rule out (its weeks are not indexed
- * by group).
+ * The largest share of the daily rollup's rows a weekly rollup of counts
+ * alone, keyed by the same fields, may hold to be read for whole weeks: its
+ * keys must have calls on two days of a week or more, on average. Otherwise
+ * its weeks save too few rows to pay for the walk by count they rule out (its
+ * weeks are not indexed by group, the daily rollup's are).
  */
 const WEEKLY_ROWS_SHARE = 0.5;
 
 /**
  * Whether whole weeks are read from a weekly rollup rather than from the
- * daily tier: always from one keyed by fewer fields; from one keyed by the
- * same fields only where it holds at most WEEKLY_ROWS_SHARE of the daily
- * rollup's rows, by the database's estimates (without them it is: a weekly
- * row never holds more than the days it sums).
+ * daily tier: always from one that keeps histograms or is keyed by fewer
+ * fields; from one of counts alone keyed by the same fields only where it
+ * holds at most WEEKLY_ROWS_SHARE of the daily rollup's rows, by the
+ * database's estimates (without them it is: a weekly row never holds more
+ * than the days it sums).
  */
 function weeksPay(rollup: RollupDefinition, finer: Tier, request: RollupRequest): boolean {
-  if (rollup.grain !== 'week' || rollup.dimensions.length < finer.dimensions.length) return true;
+  if (rollup.grain !== 'week' || !rollup.countsOnly || rollup.dimensions.length < finer.dimensions.length)
+    return true;
   const weekly = request.rollupRows?.[rollup.name];
   const daily = request.rollupRows?.[finer.source];
   return weekly === undefined || daily === undefined || weekly <= WEEKLY_ROWS_SHARE * daily;

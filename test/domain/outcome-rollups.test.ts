@@ -368,7 +368,15 @@ describe('which rollup answers which statistics request', () => {
     expect(plan(['owner', 'server', 'tool'], { countsOnly: false, rollupRows: dense })).toEqual(
       new Set(['everyKeyDaily']),
     );
-    // A narrower weekly rollup is read whatever the estimates, and before it.
+    // A weekly rollup that keeps histograms is read whatever the estimates, keyed as its daily tier
+    // or by fewer fields, and before it.
+    for (const countsOnly of [false, true])
+      expect(
+        plan(['owner', 'configuration', 'server'], {
+          countsOnly,
+          rollupRows: { ownerConfigurationServerDaily: 200_000, ownerConfigurationServerWeekly: 190_000 },
+        }),
+      ).toEqual(new Set(['ownerConfigurationServerDaily', 'ownerConfigurationServerWeekly']));
     expect(
       plan(['owner', 'configuration', 'tool'], {
         countsOnly: false,
