@@ -37,7 +37,7 @@ export interface StatsQuery {
   durations?: boolean;
   /** The instant the request is answered at (see `RollupRequest.now`). */
   now?: Date;
-  /** Whole UTC days holding every call recorded, read in the same snapshot (see `RollupRequest.recorded`). */
+  /** Whole UTC hours holding every call recorded, read in the same snapshot (see `RollupRequest.recorded`). */
   recorded?: StatsRange | null;
   /** Rows each rollup holds, as the database estimates them (see `RollupRequest.rollupRows`). */
   rollupRows?: Partial<Readonly<Record<RollupName, number>>> | null;
@@ -993,9 +993,9 @@ function directoryFilters(query: StatsQuery, directory: Rollup): SQL[] {
  * groups wanted, each one index range of rows, and reads the edges of the
  * range twice. Measured on 300 owners, 40 servers of 15 tools over 30 days
  * (whole requests, in process, medians; rows as estimated, the parts of the
- * range outside the days on record left out): with 99,000 rows (198 a group
+ * range outside the hours on record left out): with 92,000 rows (183 a group
  * wanted: owner x configuration x tool) ranked whole in 109 ms, walked in
- * 155; with 128,000 and 279,000 rows (255 and 558: owner x configuration x
+ * 155; with 124,000 and 292,000 rows (248 and 583: owner x configuration x
  * server, all four) ranked whole in 168 and 580 ms, walked in 135 and 164.
  */
 const WALK_ROWS_PER_GROUP = 224;
@@ -1041,7 +1041,7 @@ function walksByCount(
 
 /**
  * The rows a range's parts hold, as the database estimates them: each part's
- * rollup's rows times the share of the days on record it spans (run_steps'
+ * rollup's rows times the share of the hours on record it spans (run_steps'
  * parts are edges of an hour at most). Null without an estimate for each.
  */
 function estimatedRows(query: StatsQuery, segments: readonly StatsSegment[]): number | null {
@@ -1262,7 +1262,7 @@ function rowsRankedOfAllTime(
 
 /**
  * Where each part of a query's range is read from: the domain's plan, or
- * run_steps whole with `raw`. A part wholly outside the days on record (the
+ * run_steps whole with `raw`. A part wholly outside the hours on record (the
  * rest of a range's last week, yet to come) holds no calls: it is left out,
  * where it cost a statement, or an index probe for each of 500 groups (9 ms).
  */
@@ -1290,7 +1290,7 @@ function plannedSegments(query: StatsQuery): StatsSegment[] {
   });
 }
 
-const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 
 /** What decides whether a range is read from the rollups of all time: see `RollupRequest`. */
 export interface CallsOnRecord {
@@ -1299,10 +1299,11 @@ export interface CallsOnRecord {
 }
 
 /**
- * Whole UTC days holding every call recorded: from the first day of the daily
- * rollup by server to the end of its last (both ends of its key; a day whose
- * calls were all deleted may keep its row: the days can only be wider; null
- * without calls). And the rows of each rollup as the database's statistics
+ * Whole UTC hours holding every call recorded: from the first hour of the
+ * hourly rollup by server to the end of its last (both ends of its key; an
+ * hour whose calls were all deleted may keep its row: the hours can only be
+ * wider; null without calls). To the hour, not the day: the rest of a range's
+ * last day after its last call holds none, and no statement reads it. And the rows of each rollup as the database's statistics
  * estimate them (`pg_class.reltuples`, kept by ANALYZE and autovacuum; a table
  * never analyzed has none).
  */
@@ -1314,11 +1315,11 @@ export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
     estimates: Array<number | string> | null;
   }>(
     db,
-    sql`select ${epochMsSql(sql`min(day)::timestamp`)} as first, ${epochMsSql(sql`max(day)::timestamp`)} as last,
+    sql`select ${epochMsSql(sql`min(hour)`)} as first, ${epochMsSql(sql`max(hour)`)} as last,
                (select array_agg(coalesce(c.reltuples, -1)::float8 order by t.i)
                   from unnest(${textArrayLiteral(names.map((name) => TABLES[name]))}::text[]) with ordinality as t(name, i)
                   left join pg_class as c on c.oid = to_regclass(t.name)) as estimates
-          from tool_outcome_server_daily`,
+          from tool_outcome_server_hourly`,
   );
   const rollupRows: Partial<Record<RollupName, number>> = {};
   names.forEach((name, i) => {
@@ -1328,6 +1329,6 @@ export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
   const recorded =
     row?.first == null || row.last == null
       ? null
-      : { from: new Date(Number(row.first)), to: new Date(Number(row.last) + DAY_MS) };
+      : { from: new Date(Number(row.first)), to: new Date(Number(row.last) + HOUR_MS) };
   return { recorded, rollupRows };
 }

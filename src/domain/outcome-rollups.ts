@@ -139,9 +139,10 @@ export interface RollupRequest {
    */
   now?: Date;
   /**
-   * Whole UTC days holding every call recorded (from the first day with
+   * Whole UTC hours holding every call recorded (from the first hour with
    * calls to the end of the last), as the same snapshot's rollups say: what
-   * lies outside a range, to read a range as all calls less those.
+   * lies outside a range, to read a range as all calls less those, and the
+   * parts of a plan that hold no calls.
    */
   recorded?: StatsRange;
   /** No histogram is read (counts alone): rollups that keep none may answer. */

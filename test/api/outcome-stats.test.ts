@@ -671,11 +671,21 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       }
   });
 
-  it('reads no part of a range outside the days on record, and counts it the same', async () => {
+  it('reads no part of a range outside the hours on record, and counts it the same', async () => {
     const db = api.db;
     const { recorded, rollupRows } = await callsOnRecord(db);
     if (!recorded) throw new Error('the suite records calls');
-    // A range up to now, two and a half days past the last day with calls: its last week is read
+    // The hours on record: from the hour of the first call to the end of the hour of the last.
+    const [calls] = await selectRows<{ first: string; last: string }>(
+      db,
+      sql`select min(occurred_at)::text as first, max(occurred_at)::text as last from run_steps where stated_tool_outcome(kind, tool_is_error, tool_outcome) is not null`,
+    );
+    const hourOf = (text: string | undefined) => Math.floor(Date.parse(text ?? '') / 3_600_000) * 3_600_000;
+    expect([recorded.from.getTime(), recorded.to.getTime()]).toEqual([
+      hourOf(calls?.first),
+      hourOf(calls?.last) + 3_600_000,
+    ]);
+    // A range up to now, two and a half days past the last hour with calls: its last week is read
     // whole, less the rest of it, which lies past every call.
     const range = {
       from: new Date(BASE - 9 * DAY),
@@ -689,7 +699,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       ['owner', 'configuration', 'server', 'tool'],
     ] as OutcomeDimension[][]) {
       const query: StatsQuery = { groupBy, range, spec: null, now: range.to, rollupRows };
-      // Planned without the days on record, the rest of the last week is taken away; with them, not read.
+      // Planned without the hours on record, the rest of the last week is taken away; with them, not read.
       expect([groupBy, pastRecord(statsSegments(query)).length > 0]).toEqual([groupBy, true]);
       expect([groupBy, pastRecord(statsSegments({ ...query, recorded }))]).toEqual([groupBy, []]);
       const byKey = {
