@@ -1303,9 +1303,10 @@ export interface CallsOnRecord {
  * hourly rollup by server to the end of its last (both ends of its key; an
  * hour whose calls were all deleted may keep its row: the hours can only be
  * wider; null without calls). To the hour, not the day: the rest of a range's
- * last day after its last call holds none, and no statement reads it. And the rows of each rollup as the database's statistics
- * estimate them (`pg_class.reltuples`, kept by ANALYZE and autovacuum; a table
- * never analyzed has none).
+ * last day after its last call holds none, and no statement reads it. And the
+ * rows of each rollup as the database's statistics estimate them
+ * (`pg_class.reltuples`, kept by ANALYZE and autovacuum; a table never
+ * analyzed has none).
  */
 export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
   const names = [...ROLLUPS.keys()];
