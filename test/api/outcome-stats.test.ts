@@ -676,11 +676,13 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     const { recorded, rollupRows } = await callsOnRecord(db);
     if (!recorded) throw new Error('the suite records calls');
     // The hours on record: from the hour of the first call to the end of the hour of the last.
-    const [calls] = await selectRows<{ first: string; last: string }>(
+    const [calls] = await selectRows<{ first: number; last: number }>(
       db,
-      sql`select min(occurred_at)::text as first, max(occurred_at)::text as last from run_steps where stated_tool_outcome(kind, tool_is_error, tool_outcome) is not null`,
+      sql`select (extract(epoch from min(occurred_at)) * 1000)::float8 as first,
+                 (extract(epoch from max(occurred_at)) * 1000)::float8 as last
+            from run_steps where stated_tool_outcome(kind, tool_is_error, tool_outcome) is not null`,
     );
-    const hourOf = (text: string | undefined) => Math.floor(Date.parse(text ?? '') / 3_600_000) * 3_600_000;
+    const hourOf = (ms: number | undefined) => Math.floor(Number(ms) / 3_600_000) * 3_600_000;
     expect([recorded.from.getTime(), recorded.to.getTime()]).toEqual([
       hourOf(calls?.first),
       hourOf(calls?.last) + 3_600_000,
