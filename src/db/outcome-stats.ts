@@ -18,7 +18,7 @@ import {
   rankGroups,
   type StatsCell,
 } from '../domain/outcome-stats.ts';
-import type { BucketSpec, StatsRange } from '../domain/time-buckets.ts';
+import { BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
@@ -1260,23 +1260,9 @@ function rowsRankedOfAllTime(
      ${firstOfRanking(ranking)}`;
 }
 
-/**
- * Where each part of a query's range is read from: the domain's plan, or
- * run_steps whole with `raw`. A part wholly outside the hours on record (the
- * rest of a range's last week, yet to come) holds no calls: it is left out,
- * where it cost a statement, or an index probe for each of 500 groups (9 ms).
- */
+/** Where each part of a query's range is read from: the domain's plan, or run_steps whole with `raw`. */
 export function statsSegments(query: StatsQuery, strategy: StatsStrategy = 'auto'): StatsSegment[] {
   if (strategy === 'raw') return [{ from: query.range.from, to: query.range.to, source: 'raw' }];
-  const recorded = query.recorded;
-  return plannedSegments(query).filter(
-    ({ from, to }) =>
-      !recorded || (to.getTime() > recorded.from.getTime() && from.getTime() < recorded.to.getTime()),
-  );
-}
-
-/** The domain's plan of a query's range, every part of it. */
-function plannedSegments(query: StatsQuery): StatsSegment[] {
   return planOutcomeStats({
     groupBy: query.groupBy,
     filteredBy: filteredBy(query),
@@ -1289,8 +1275,6 @@ function plannedSegments(query: StatsQuery): StatsSegment[] {
     countsOnly: query.durations === false,
   });
 }
-
-const HOUR_MS = 3_600_000;
 
 /** What decides whether a range is read from the rollups of all time: see `RollupRequest`. */
 export interface CallsOnRecord {
@@ -1330,6 +1314,6 @@ export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
   const recorded =
     row?.first == null || row.last == null
       ? null
-      : { from: new Date(Number(row.first)), to: new Date(Number(row.last) + HOUR_MS) };
+      : { from: new Date(Number(row.first)), to: new Date(Number(row.last) + BUCKET_MS.hour) };
   return { recorded, rollupRows };
 }

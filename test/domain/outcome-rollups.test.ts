@@ -388,6 +388,37 @@ describe('which rollup answers which statistics request', () => {
     );
   });
 
+  it('leaves out every part of a range that lies outside the hours on record, where no call lies', () => {
+    // Up to now on a Wednesday: its week is read whole (from Monday 03-02) less the rest, yet to come.
+    const range = { from: at('2026-02-04T10:30:00Z'), to: at('2026-03-04T10:30:00Z') };
+    const now = range.to;
+    const plan = (recorded?: { from: Date; to: Date }) =>
+      signed(
+        planOutcomeStats(
+          request({ groupBy: ['owner', 'server'], range, now, ...(recorded ? { recorded } : {}) }),
+        ),
+      );
+    const everyPart = plan();
+    expect(everyPart).toContain('-ownerConfigurationServerDaily 03-05T00:00 03-09T00:00');
+    expect(everyPart).toContain('-everyKeyHourly 03-04T11:00 03-05T00:00');
+    // The last call in the hour up to 10:00 on 03-04, the first on 01-20: the parts after and before go.
+    const recorded = { from: at('2026-01-20T00:00:00Z'), to: at('2026-03-04T10:00:00Z') };
+    const onRecord = plan(recorded);
+    expect(onRecord).toEqual(
+      everyPart.filter(
+        (part) =>
+          !part.includes('03-05T00:00 03-09T00:00') &&
+          !part.includes('03-04T11:00 03-05T00:00') &&
+          !part.includes('03-04T10:30 03-04T11:00'),
+      ),
+    );
+    expect(onRecord.length).toBeLessThan(everyPart.length);
+    // Parts that reach into the hours on record stay whole.
+    expect(plan({ from: recorded.from, to: at('2026-03-04T11:00:00Z') })).toContain(
+      '-raw 03-04T10:30 03-04T11:00',
+    );
+  });
+
   it('reads whole hours of one server from run_steps, by its server index, where the hourly rollup holds every key', () => {
     const ofOneServer = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['server'] }));
     expect(signed(ofOneServer)).toEqual([
