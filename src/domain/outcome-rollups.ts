@@ -182,13 +182,23 @@ export function rollupFor(
   needed: readonly OutcomeDimension[],
   countsOnly = false,
 ): RollupDefinition | undefined {
-  return rollupsCovering(grain, needed).find((rollup) => countsOnly || !rollup.countsOnly);
+  return rollupsCovering(grain, needed, countsOnly)[0];
 }
 
-/** Every rollup of a grain whose key holds every field the request needs, smallest first. */
-function rollupsCovering(grain: RollupSpan, needed: readonly OutcomeDimension[]): RollupDefinition[] {
+/**
+ * Every rollup of a grain whose key holds every field the request needs,
+ * smallest first: those that keep histograms, and for counts alone those that keep none too.
+ */
+function rollupsCovering(
+  grain: RollupSpan,
+  needed: readonly OutcomeDimension[],
+  countsOnly: boolean,
+): RollupDefinition[] {
   return OUTCOME_ROLLUPS.filter(
-    (rollup) => rollup.grain === grain && needed.every((field) => rollup.dimensions.includes(field)),
+    (rollup) =>
+      rollup.grain === grain &&
+      (countsOnly || !rollup.countsOnly) &&
+      needed.every((field) => rollup.dimensions.includes(field)),
   );
 }
 
@@ -370,9 +380,7 @@ function allOfTime(
   const inside = Math.min(to, recorded.to.getTime()) - Math.max(from, recorded.from.getTime());
   const outside = Math.max(0, from - recorded.from.getTime()) + Math.max(0, recorded.to.getTime() - to);
   if (inside <= outside) return null;
-  const candidates = rollupsCovering('all', needed).filter(
-    (rollup) => request.countsOnly || !rollup.countsOnly,
-  );
+  const candidates = rollupsCovering('all', needed, request.countsOnly === true);
   const rows = (name: RollupName) => {
     const estimate = request.rollupRows?.[name];
     return estimate !== undefined && estimate > 0 ? estimate : null;
