@@ -214,16 +214,27 @@ export const toolOutcomeOwnerDaily = pgTable(
       name: 'tool_outcome_owner_daily_pkey',
       columns: [t.day, t.owner, t.configuration, t.server, t.toolName],
     }),
-    index('tool_outcome_owner_daily_owner_idx').on(t.owner, t.day),
-    // Each group's days one range of an index (migrations/0033).
-    index('tool_outcome_owner_daily_group_idx').on(t.owner, t.server, t.toolName, t.configuration, t.day),
-    // And again led by configuration (migrations/0034).
+    // Each group's days one range of an index (migrations/0033), again led by configuration
+    // (0034); each holds the counts, read without the table (0036).
+    index('tool_outcome_owner_daily_group_idx').on(
+      t.owner,
+      t.server,
+      t.toolName,
+      t.configuration,
+      t.day,
+      t.ok,
+      t.failed,
+      t.cancelled,
+    ),
     index('tool_outcome_owner_daily_configuration_group_idx').on(
       t.configuration,
       t.server,
       t.toolName,
-      t.owner,
       t.day,
+      t.owner,
+      t.ok,
+      t.failed,
+      t.cancelled,
     ),
   ],
 );
@@ -241,20 +252,23 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
       name: 'tool_outcome_owner_daily_durations_pkey',
       columns: [t.day, t.owner, t.configuration, t.server, t.toolName, t.durationBucket],
     }),
-    index('tool_outcome_owner_daily_durations_owner_idx').on(t.owner, t.day),
     index('tool_outcome_owner_daily_durations_group_idx').on(
       t.owner,
       t.server,
       t.toolName,
       t.configuration,
       t.day,
+      t.durationBucket,
+      t.calls,
     ),
     index('tool_outcome_owner_daily_durations_configuration_group_idx').on(
       t.configuration,
       t.server,
       t.toolName,
-      t.owner,
       t.day,
+      t.owner,
+      t.durationBucket,
+      t.calls,
     ),
     durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),
   ],

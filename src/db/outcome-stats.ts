@@ -361,7 +361,7 @@ function rollupConditions(
 
 /**
  * Rollups with indexes led by fields of their key, then the time (migrations
- * 0022, 0028, 0033 and 0034): each index's fields in its order, and how many
+ * 0022, 0028, 0033, 0034 and 0036): each index's fields in its order, and how many
  * of the first a grouping must fix. A group of those first fields is one
  * range of the index: its units, and any other field's values in them, read
  * together (a group fixing fewer would read too many such values).
@@ -376,7 +376,9 @@ const INDEXED_BY_GROUP: ReadonlyMap<
   ['ownerConfigurationToolWeekly', [{ fields: ['owner', 'configuration', 'tool'], least: 3 }]],
   // Its durations too: grouped by all four fields, by owner, server and tool (a group's few
   // configurations, one each on most owners, read with it) or by configuration, server and tool
-  // (its few owners).
+  // (its few owners: that index has the day before the owner, so it reads the range's days of
+  // them alone). Both hold the counts and the durations, so a group is read without the table
+  // (migration 0036).
   [
     'everyKeyDaily',
     [
