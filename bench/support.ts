@@ -155,10 +155,19 @@ export async function graphql<T>(
   query: string,
   variables: Record<string, unknown>,
 ): Promise<T> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    body: JSON.stringify({ query, variables }),
+  const send = () =>
+    fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query, variables }),
+    });
+  // A kept-alive connection the service closed as idle just as it was reused (seconds of plain
+  // SQL between two API reads) fails before any answer: a read is sent again, once.
+  const response = await send().catch((error: unknown) => {
+    const closed =
+      error instanceof TypeError && (error.cause as { code?: string })?.code === 'UND_ERR_SOCKET';
+    if (closed && !/^\s*mutation\b/.test(query)) return send();
+    throw error;
   });
   const body = (await response.json()) as { data?: T; errors?: unknown };
   if (body.errors || !body.data) throw new Error(`GraphQL error: ${JSON.stringify(body.errors)}`);
