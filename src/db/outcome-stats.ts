@@ -377,8 +377,8 @@ const INDEXED_BY_GROUP: ReadonlyMap<
   // Its durations too: grouped by all four fields, by owner, server and tool (a group's few
   // configurations, one each on most owners, read with it) or by configuration, server and tool
   // (its few owners: that index has the day before the owner, so it reads the range's days of
-  // them alone). Both hold the counts and the durations, so a group is read without the table
-  // (migration 0036).
+  // them alone). Each index holds the columns summed (the counts; in the durations' indexes the
+  // bucket and its calls), so a group is read without the table (migration 0036).
   [
     'everyKeyDaily',
     [
