@@ -22,7 +22,7 @@ import { BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buck
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
-import { bucketSql, epochMsSql, inList, unitStartSql } from './stats-sql.ts';
+import { bucketSql, epochMsSql, inList, textArrayLiteral, unitStartSql } from './stats-sql.ts';
 
 export interface StatsQuery {
   groupBy: readonly OutcomeDimension[];
@@ -80,10 +80,6 @@ const GROUP_FIELD = {
 } as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
 
 /** Text values as a PostgreSQL array literal, each quoted (names may hold commas, quotes, braces). */
-function textArrayLiteral(values: readonly string[]): string {
-  return `{${values.map((value) => `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
-}
-
 /**
  * Some groups as a relation `k`, a column per field (names stored empty are
  * null in a group): parallel arrays unnested, whose length the planner reads,
