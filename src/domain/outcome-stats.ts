@@ -44,8 +44,12 @@ type OwnCell = StatsCell & { histogram: number[] };
 
 interface Accumulated {
   cell: OwnCell;
-  /** A bucket's one cell as it came, until a second is added: then a copy of its own to add into. */
-  byBucket: Map<number, { cell: StatsCell; own: false } | { cell: OwnCell; own: true }>;
+  /**
+   * A bucket's one cell as it came, until a second is added: then a copy of
+   * its own to add into. Made at the group's first bucketed cell: totals have
+   * none (thousands of groups in a first pass).
+   */
+  byBucket: Map<number, { cell: StatsCell; own: false } | { cell: OwnCell; own: true }> | null;
 }
 
 /**
@@ -74,9 +78,12 @@ function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
   return cellOf(from, bucket, NO_OUTCOMES, new Array<number>(DURATION_BUCKETS).fill(0));
 }
 
+/** The histogram of a cell whose durations are not summed: never added into (see addInto); frozen, so a write throws. */
+const UNSUMMED = Object.freeze([]) as unknown as number[];
+
 /** A cell of its own to add into: the source's counts, its histogram copied (the source is not changed). */
 function copyOf(source: StatsCell, bucket: number | null, histogram: boolean): OwnCell {
-  return cellOf(source, bucket, source.tally, histogram ? source.histogram.slice() : []);
+  return cellOf(source, bucket, source.tally, histogram ? source.histogram.slice() : UNSUMMED);
 }
 
 function addInto(target: OwnCell, source: StatsCell, histogram: boolean): void {
@@ -130,8 +137,7 @@ function compareKeys(a: StatsCell, b: StatsCell): number {
   return 0;
 }
 
-function orderValue(cell: StatsCell, field: Exclude<OutcomeOrderField, 'key'>): number {
-  const counts = outcomeCounts(cell.tally);
+function orderValue(counts: OutcomeCounts, field: Exclude<OutcomeOrderField, 'key'>): number {
   if (field === 'total') return counts.total;
   if (field === 'failed') return counts.failed;
   return counts.failureRate ?? Number.NEGATIVE_INFINITY;
@@ -148,10 +154,11 @@ function accumulate(
     const key = outcomeGroupKey(cell);
     let group = groups.get(key);
     if (!group) {
-      group = { cell: copyOf(cell, null, groupHistograms), byBucket: new Map() };
+      group = { cell: copyOf(cell, null, groupHistograms), byBucket: null };
       groups.set(key, group);
     } else addInto(group.cell, cell, groupHistograms);
     if (cell.bucket !== null && !totalsOnly) {
+      group.byBucket ??= new Map();
       const slot = group.byBucket.get(cell.bucket);
       if (!slot) group.byBucket.set(cell.bucket, { cell, own: false });
       else if (slot.own) addInto(slot.cell, cell, true);
@@ -172,10 +179,10 @@ function rank(groups: Iterable<Accumulated>, options: RankOptions): { ordered: A
   // Each group's value worked out once, not at each of the n log n comparisons (thousands of groups).
   const matching: Array<{ group: Accumulated; value: number }> = [];
   for (const group of groups) {
-    const total = outcomeCounts(group.cell.tally).total;
+    const counts = outcomeCounts(group.cell.tally);
     // A group none of whose calls lie in the range (taken away whole) is no group.
-    if (total > 0 && total >= options.minCalls)
-      matching.push({ group, value: byValue ? orderValue(group.cell, byValue) : 0 });
+    if (counts.total > 0 && counts.total >= options.minCalls)
+      matching.push({ group, value: byValue ? orderValue(counts, byValue) : 0 });
   }
   matching.sort((a, b) => {
     if (byValue) {
@@ -229,7 +236,7 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
   }));
   const groups = ordered.flatMap((group) =>
     buckets.map(({ bucket, start }) =>
-      toGroup(group.byBucket.get(bucket)?.cell ?? emptyCell(group.cell, bucket), start),
+      toGroup(group.byBucket?.get(bucket)?.cell ?? emptyCell(group.cell, bucket), start),
     ),
   );
   return { groups, truncated: cut };
