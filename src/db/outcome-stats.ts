@@ -79,7 +79,6 @@ const GROUP_FIELD = {
   owner: 'owner',
 } as const satisfies Record<OutcomeDimension, keyof OutcomeGroupKey>;
 
-/** Text values as a PostgreSQL array literal, each quoted (names may hold commas, quotes, braces). */
 /**
  * Some groups as a relation `k`, a column per field (names stored empty are
  * null in a group): parallel arrays unnested, whose length the planner reads,

@@ -906,6 +906,11 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
         const onlyGroups = oneOfEach(named);
         const only = summarise(await outcomeStatsCells(api.db, { ...query, onlyGroups }, 'auto'), options);
         expect(only.groups).toEqual(named);
+        // The same names as a filter (one array parameter): these groups, whichever way the range is read.
+        for (const strategy of ['raw', 'auto'] as const) {
+          const filtered = await outcomeStatsCells(api.db, { ...query, servers }, strategy);
+          expect(summarise(filtered, options).groups).toEqual(named);
+        }
       }
   });
 
