@@ -83,7 +83,18 @@ const UNSUMMED = Object.freeze([]) as unknown as number[];
 
 /** A cell of its own to add into: the source's counts, its histogram copied (the source is not changed). */
 function copyOf(source: StatsCell, bucket: number | null, histogram: boolean): OwnCell {
-  return cellOf(source, bucket, source.tally, histogram ? source.histogram.slice() : UNSUMMED);
+  return cellOf(source, bucket, source.tally, histogram ? ownHistogram(source.histogram) : UNSUMMED);
+}
+
+/**
+ * A copy of a histogram with every bucket present, to add into in place: a
+ * group first met without one (its counts, from a first pass) is not grown a
+ * bucket at a time by the histograms added after.
+ */
+function ownHistogram(from: readonly number[]): number[] {
+  const own = new Array<number>(Math.max(DURATION_BUCKETS, from.length)).fill(0);
+  for (let bucket = 0; bucket < from.length; bucket += 1) own[bucket] = from[bucket] ?? 0;
+  return own;
 }
 
 function addInto(target: OwnCell, source: StatsCell, histogram: boolean): void {
