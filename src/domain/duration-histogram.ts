@@ -31,14 +31,29 @@ export function durationBucket(durationMs: number): number {
   return low;
 }
 
-/** The value reported for a bucket: the geometric middle of its bounds (its lower bound for the last). */
+/** The most a reported value may be off the true one, either way, as a ratio: "within 14%". */
+export const PERCENTILE_BOUND = 1.14;
+
+/**
+ * The value reported for a bucket: the whole number of milliseconds nearest,
+ * as a ratio, to every duration the bucket holds (whole milliseconds from its
+ * lower bound to one under its upper: the geometric middle of those two, the
+ * closer of the whole numbers either side); its lower bound for the last.
+ * The geometric middle of the bounds, rounded, was 32 for [28, 36): 14.3%
+ * above a true 28.
+ */
 export function bucketValue(bucket: number): number {
   if (bucket <= 0) return 0;
   const low = DURATION_THRESHOLDS_MS[bucket - 1] ?? 0;
   const high = DURATION_THRESHOLDS_MS[bucket];
   if (high === undefined) return low;
-  // Integer buckets of width one are exact.
-  return high - low === 1 ? low : Math.round(Math.sqrt(low * high));
+  const highest = high - 1;
+  const middle = Math.sqrt(low * highest);
+  const worst = (value: number) => Math.max(value / low, highest / value);
+  const below = Math.floor(middle);
+  const above = Math.ceil(middle);
+  // A bucket one millisecond wide holds one duration: reported exactly.
+  return worst(above) < worst(below) ? above : below;
 }
 
 /**

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { bucketValue, DURATION_BUCKETS, histogramQuantiles } from '../../src/domain/duration-histogram.ts';
+import {
+  bucketValue,
+  DURATION_BUCKETS,
+  DURATION_THRESHOLDS_MS,
+  durationBucket,
+  histogramQuantiles,
+  PERCENTILE_BOUND,
+} from '../../src/domain/duration-histogram.ts';
 
 /** The quantile by its definition: the first bucket whose running count reaches the rank ceil(q * total). */
 function reference(histogram: readonly number[], q: number): number | null {
@@ -15,6 +22,19 @@ function reference(histogram: readonly number[], q: number): number | null {
 }
 
 describe('quantiles of a duration histogram', () => {
+  it('reports every duration under the last threshold within 14% of the value of its bucket, exactly below 12 ms', () => {
+    const last = DURATION_THRESHOLDS_MS.at(-1) ?? 0;
+    let worst = 1;
+    for (let durationMs = 0; durationMs < last; durationMs += 1) {
+      const reported = bucketValue(durationBucket(durationMs));
+      if (durationMs < 12) expect(reported).toBe(durationMs);
+      else worst = Math.max(worst, reported / durationMs, durationMs / reported);
+    }
+    expect(worst).toBeLessThanOrEqual(PERCENTILE_BOUND);
+    // The bucket [28, 36) reported 32, 14.3% above 28, until its value was chosen for whole milliseconds.
+    expect(bucketValue(durationBucket(28))).toBe(31);
+  });
+
   it('gives every quantile of one walk as the definition does, for sparse, dense and empty histograms', () => {
     let seed = 11;
     const random = (n: number) => {
