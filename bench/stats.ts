@@ -2,7 +2,7 @@ import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
 import { migrate } from '../src/db/migrator.ts';
-import { PERCENTILE_BOUND } from '../src/domain/duration-histogram.ts';
+import { EXACT_BELOW_MS, PERCENTILE_BOUND } from '../src/domain/duration-histogram.ts';
 import { compareNames } from '../src/domain/name-order.ts';
 import { benchKey, databaseUrl, freshDatabase, graphql, quantile, startService, table } from './support.ts';
 
@@ -410,7 +410,7 @@ function plainOrder(c: Case, plain: readonly PlainRow[]): string[] {
 /** Within the histogram's documented bound: exact below 12 ms, else within 14%. */
 function close(api: number | null, exact: number): boolean {
   if (api === null) return false;
-  if (exact < 12) return api === exact;
+  if (exact < EXACT_BELOW_MS) return api === exact;
   return api >= exact / PERCENTILE_BOUND && api <= exact * PERCENTILE_BOUND;
 }
 

@@ -34,6 +34,9 @@ export function durationBucket(durationMs: number): number {
 /** The most a reported value may be off the true one, either way, as a ratio: "within 14%". */
 export const PERCENTILE_BOUND = 1.14;
 
+/** Durations under this many milliseconds are reported exactly (each has a bucket of its own). */
+export const EXACT_BELOW_MS = 12;
+
 /**
  * The value reported for a bucket: the whole number of milliseconds nearest,
  * as a ratio, to every duration the bucket holds (whole milliseconds from its

@@ -4,6 +4,7 @@ import {
   DURATION_BUCKETS,
   DURATION_THRESHOLDS_MS,
   durationBucket,
+  EXACT_BELOW_MS,
   histogramQuantiles,
   PERCENTILE_BOUND,
 } from '../../src/domain/duration-histogram.ts';
@@ -27,7 +28,7 @@ describe('quantiles of a duration histogram', () => {
     let worst = 1;
     for (let durationMs = 0; durationMs < last; durationMs += 1) {
       const reported = bucketValue(durationBucket(durationMs));
-      if (durationMs < 12) expect(reported).toBe(durationMs);
+      if (durationMs < EXACT_BELOW_MS) expect(reported).toBe(durationMs);
       else worst = Math.max(worst, reported / durationMs, durationMs / reported);
     }
     expect(worst).toBeLessThanOrEqual(PERCENTILE_BOUND);
