@@ -829,8 +829,8 @@ async function cellsOfSegments(
         : await rollupCells(db, rollup, query, from, to);
     // A rollup's statement keeps `onlyGroups` itself (rollupConditions, eachGroupsRows); run_steps'
     // statements read their short edges whole, and only their cells are kept by key here.
-    const kept =
-      !rollup && query.onlyGroups ? (only ??= new Set(query.onlyGroups.map(outcomeGroupKey))) : null;
+    if (!rollup && query.onlyGroups) only ??= new Set(query.onlyGroups.map(outcomeGroupKey));
+    const kept = rollup ? null : only;
     for (const cell of part) {
       if (kept && !kept.has(outcomeGroupKey(cell))) continue;
       const signed = subtract ? negated(cell) : cell;
