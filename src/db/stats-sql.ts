@@ -4,7 +4,8 @@ import { BUCKET_ANCHOR_MS, BUCKET_MS, type BucketSpec, type TimeBucket } from '.
 /**
  * `column = any(array)`, or nothing (null) when no value is asked for: the
  * values as one array parameter, not one parameter each (a walk's pass names
- * up to a thousand owners and tools; the database reads both alike).
+ * hundreds of owners, configurations, servers and tools; the database reads
+ * both alike).
  */
 export function inList(column: SQL, values: readonly string[] | null | undefined): SQL | null {
   if (!values?.length) return null;

@@ -1,3 +1,4 @@
+import { EXACT_BELOW_MS, PERCENTILE_BOUND } from '../../domain/duration-histogram.ts';
 import { STATS_LIMITS } from '../../domain/limits.ts';
 import type { OutcomeGroup } from '../../domain/outcome-stats.ts';
 import { type OutcomeStatsPage, toolOutcomeStats } from '../../ledger/outcome-stats.ts';
@@ -65,8 +66,8 @@ const ToolStepFilter = builder.inputType('ToolStepFilter', {
 });
 
 const ToolOutcomeGroupRef = builder.objectRef<OutcomeGroup>('ToolOutcomeGroup').implement({
-  description:
-    'Tool calls of one group (and one time bucket). Key fields are null when not grouped by them. Durations are read from a histogram: within 14% of the true value (exact below 12 ms).',
+  // The bound the domain holds and its test proves, not restated.
+  description: `Tool calls of one group (and one time bucket). Key fields are null when not grouped by them. Durations are read from a histogram: within ${Math.round((PERCENTILE_BOUND - 1) * 100)}% of the true value (exact below ${EXACT_BELOW_MS} ms).`,
   fields: (t) => ({
     server: t.exposeString('server', { nullable: true }),
     toolName: t.exposeString('toolName', { nullable: true }),
