@@ -135,6 +135,26 @@ export function checkText(value: string, field: string, maxLength: number): stri
   return value;
 }
 
+/**
+ * One of a closed set of words (a bucket, a field to group or order by, an
+ * outcome): entry points map their own enums to these, and the use cases refuse
+ * anything else with a code rather than build a statement of it.
+ */
+export function checkOneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
+  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  throw new InvalidInputError('VALUE_INVALID', `${field} must be one of ${allowed.join(', ')}`, field);
+}
+
+/** Each value one of a closed set (see checkOneOf); null or undefined stays as it is. */
+export function checkEachOneOf<T extends string, L extends readonly T[] | null | undefined>(
+  values: L,
+  allowed: readonly T[],
+  field: string,
+): L {
+  for (const value of values ?? []) checkOneOf(value, allowed, field);
+  return values;
+}
+
 /** A name, key or identifier: a text of at most 200 characters unless told otherwise. */
 export function checkName(value: string, field: string, maxLength: number = Limits.nameLength): string {
   return checkText(value, field, maxLength);

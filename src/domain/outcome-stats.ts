@@ -4,8 +4,12 @@ import { compareNames } from './name-order.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
 import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
 
-export type OutcomeDimension = 'server' | 'tool' | 'configuration' | 'owner';
-export type OutcomeOrderField = 'total' | 'failed' | 'failureRate' | 'key';
+export const OUTCOME_DIMENSIONS = ['server', 'tool', 'configuration', 'owner'] as const;
+export type OutcomeDimension = (typeof OUTCOME_DIMENSIONS)[number];
+export const OUTCOME_ORDER_FIELDS = ['total', 'failed', 'failureRate', 'key'] as const;
+export type OutcomeOrderField = (typeof OUTCOME_ORDER_FIELDS)[number];
+export const ORDER_DIRECTIONS = ['asc', 'desc'] as const;
+export type OrderDirection = (typeof ORDER_DIRECTIONS)[number];
 
 /** One slice of counted tool calls, as the database returns it. */
 export interface StatsCell {

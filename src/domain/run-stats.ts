@@ -1,4 +1,5 @@
 import { InvalidInputError } from './errors.ts';
+import { checkEachOneOf } from './limits.ts';
 import type { RunStatus, TerminationReason } from './run-status.ts';
 import { bucketIndices, bucketStart, type StatsWindow } from './time-buckets.ts';
 
@@ -8,6 +9,7 @@ export type RunDimension = (typeof RUN_DIMENSIONS)[number];
 
 /** At least one dimension, each at most once. */
 export function checkRunGroupBy(groupBy: readonly RunDimension[]): readonly RunDimension[] {
+  checkEachOneOf(groupBy, RUN_DIMENSIONS, 'groupBy');
   if (groupBy.length === 0) {
     throw new InvalidInputError('VALUE_EMPTY', 'groupBy must name at least one dimension', 'groupBy');
   }

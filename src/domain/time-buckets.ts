@@ -1,12 +1,13 @@
 import { InvalidInputError } from './errors.ts';
-import { STATS_LIMITS } from './limits.ts';
+import { checkOneOf, STATS_LIMITS } from './limits.ts';
 
 /**
  * The time window every statistics query counts in (toolOutcomeStats,
  * runStats): its range, its time buckets and their limits, one definition each.
  */
 
-export type TimeBucket = 'hour' | 'day' | 'week';
+export const TIME_BUCKETS = ['hour', 'day', 'week'] as const;
+export type TimeBucket = (typeof TIME_BUCKETS)[number];
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
@@ -114,7 +115,9 @@ export function statsWindow(
   names?: RangeNames,
 ): StatsWindow {
   const range = statsRange(request.after, request.before, now, names);
-  const spec = request.bucket ? bucketSpec(request.bucket, checkUtcOffset(request.utcOffsetMinutes)) : null;
+  const spec = request.bucket
+    ? bucketSpec(checkOneOf(request.bucket, TIME_BUCKETS, 'bucket'), checkUtcOffset(request.utcOffsetMinutes))
+    : null;
   if (spec) checkBucketCount(spec, range);
   return { range, spec };
 }

@@ -6,9 +6,13 @@ import {
   outcomeStatsCells,
   type StatsQuery,
 } from '../db/outcome-stats.ts';
-import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
+import { checkEachOneOf, checkInteger, checkOneOf, STATS_LIMITS } from '../domain/limits.ts';
 import { NO_OUTCOMES, type OutcomeCounts, outcomeCounts } from '../domain/outcome-counts.ts';
 import {
+  ORDER_DIRECTIONS,
+  type OrderDirection,
+  OUTCOME_DIMENSIONS,
+  OUTCOME_ORDER_FIELDS,
   type OutcomeDimension,
   type OutcomeOrderField,
   type OutcomeStatsPage,
@@ -25,7 +29,7 @@ import {
   statsWindow,
   type TimeBucket,
 } from '../domain/time-buckets.ts';
-import type { ToolOutcome } from '../domain/tool-outcome.ts';
+import { TOOL_OUTCOMES, type ToolOutcome } from '../domain/tool-outcome.ts';
 import type { Scope } from './scope.ts';
 
 export interface ToolStepFilter {
@@ -45,7 +49,7 @@ export interface OutcomeStatsRequest {
   filter?: ToolStepFilter | null;
   bucket?: TimeBucket | null;
   utcOffsetMinutes: number;
-  orderBy?: { field: OutcomeOrderField; direction: 'asc' | 'desc' } | null;
+  orderBy?: { field: OutcomeOrderField; direction: OrderDirection } | null;
   minCalls: number;
   first: number;
   /** Whether durations are wanted: reading the histogram costs, so only when asked. */
@@ -159,6 +163,14 @@ export async function toolOutcomeStats(
 
 function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) {
   const filter = request.filter ?? {};
+  // Words outside their sets (from a cast, or an entry point without a schema) are refused here,
+  // never made into a statement.
+  checkEachOneOf(request.groupBy, OUTCOME_DIMENSIONS, 'groupBy');
+  checkEachOneOf(filter.outcomes, TOOL_OUTCOMES, 'filter.outcomes');
+  if (request.orderBy) {
+    checkOneOf(request.orderBy.field, OUTCOME_ORDER_FIELDS, 'orderBy.field');
+    checkOneOf(request.orderBy.direction, ORDER_DIRECTIONS, 'orderBy.direction');
+  }
   const { range, spec } = statsWindow(
     {
       after: filter.occurredAfter,

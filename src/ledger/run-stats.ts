@@ -1,8 +1,8 @@
 import { runStatsCells } from '../db/run-stats.ts';
-import { checkInteger, STATS_LIMITS } from '../domain/limits.ts';
+import { checkEachOneOf, checkInteger, STATS_LIMITS } from '../domain/limits.ts';
 import { restrictOwners } from '../domain/permissions.ts';
 import { checkRunGroupBy, type RunDimension, type RunStatsPage, runStatsPage } from '../domain/run-stats.ts';
-import type { RunStatus } from '../domain/run-status.ts';
+import { RUN_STATUSES, type RunStatus } from '../domain/run-status.ts';
 import { statsWindow, type TimeBucket } from '../domain/time-buckets.ts';
 import type { Scope } from './scope.ts';
 
@@ -36,6 +36,7 @@ export async function runStats(
   const groupBy = checkRunGroupBy(request.groupBy);
   const first = checkInteger(request.first, 'first', 1, STATS_LIMITS.maxGroups);
   const filter = request.filter ?? {};
+  checkEachOneOf(filter.statuses, RUN_STATUSES, 'filter.statuses');
   const window = statsWindow(
     {
       after: filter.createdAfter,

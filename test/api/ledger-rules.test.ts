@@ -3,9 +3,12 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpServers, runSteps, runs } from '../../drizzle/schema.ts';
-import { RunNotFoundError } from '../../src/domain/errors.ts';
+import type { Database } from '../../src/db/connection.ts';
+import { InvalidInputError, RunNotFoundError } from '../../src/domain/errors.ts';
 import { type Actor, canCancelRunOf, type Permission } from '../../src/domain/permissions.ts';
 import { cancelRun } from '../../src/ledger/end-run.ts';
+import { type OutcomeStatsRequest, toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
+import { type RunStatsRequest, runStats } from '../../src/ledger/run-stats.ts';
 import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
@@ -22,6 +25,56 @@ describe('canCancelRunOf', () => {
     expect(canCancelRunOf(actor('ann', ['cancel_own_runs']), 'bob')).toBe(false);
     expect(canCancelRunOf(actor('ann', ['cancel_any_run']), 'bob')).toBe(true);
     expect(canCancelRunOf(actor('ann', ['record', 'read_all_runs']), 'ann')).toBe(false);
+  });
+});
+
+describe('statistics refuse words outside their sets', () => {
+  // The use cases are typed, but an entry point may hand them anything (a cast, a client without a
+  // schema): a word outside its set is refused with a code before any statement. This database
+  // throws at the first use, so a refusal that came from it would not read VALUE_INVALID.
+  const reached = new Error('the database was reached');
+  const db = new Proxy({} as Database, {
+    get: () => {
+      throw reached;
+    },
+  });
+  const scope = { db, actor: actor('ann', ['read_all_runs']) };
+  const outcomeRequest: OutcomeStatsRequest = {
+    groupBy: ['server'],
+    utcOffsetMinutes: 0,
+    minCalls: 0,
+    first: 10,
+    durations: false,
+  };
+  const runRequest: RunStatsRequest = { groupBy: ['status'], utcOffsetMinutes: 0, first: 10 };
+  const refusal = (field: string) =>
+    expect.objectContaining({ constructor: InvalidInputError, code: 'VALUE_INVALID', field });
+
+  it('lets a request of known words through to the database', async () => {
+    await expect(toolOutcomeStats(scope, { ...outcomeRequest, bucket: 'hour' })).rejects.toBe(reached);
+    await expect(runStats(scope, { ...runRequest, bucket: 'week' })).rejects.toBe(reached);
+  });
+
+  it.each([
+    ['bucket', { bucket: 'HOUR' }],
+    ['bucket', { bucket: 'month' }],
+    ['groupBy', { groupBy: ['server', 'SERVER'] }],
+    ['groupBy', { groupBy: ['mcpServer'] }],
+    ['orderBy.field', { orderBy: { field: 'TOTAL', direction: 'desc' } }],
+    ['orderBy.direction', { orderBy: { field: 'total', direction: 'DESC' } }],
+    ['filter.outcomes', { filter: { outcomes: ['ok', 'error'] } }],
+  ])('toolOutcomeStats refuses %s %j with VALUE_INVALID', async (field, change) => {
+    const request = { ...outcomeRequest, ...change } as OutcomeStatsRequest;
+    await expect(toolOutcomeStats(scope, request)).rejects.toEqual(refusal(field));
+  });
+
+  it.each([
+    ['bucket', { bucket: 'DAY' }],
+    ['groupBy', { groupBy: ['status', 'server'] }],
+    ['filter.statuses', { filter: { statuses: ['completed', 'done'] } }],
+  ])('runStats refuses %s %j with VALUE_INVALID', async (field, change) => {
+    const request = { ...runRequest, ...change } as RunStatsRequest;
+    await expect(runStats(scope, request)).rejects.toEqual(refusal(field));
   });
 });
 
