@@ -125,6 +125,7 @@ export function unstorable(field: string): InvalidInputError {
 
 /** A text a client sends (a URL, a program, an argument): not empty, at most `maxLength`, storable, no control characters. */
 export function checkText(value: string, field: string, maxLength: number): string {
+  checkString(value, field);
   if (value.length === 0) throw new InvalidInputError('VALUE_EMPTY', `${field} must not be empty`, field);
   if (value.length > maxLength) {
     throw new InvalidInputError('VALUE_TOO_LONG', `${field} is longer than ${maxLength} characters`, field);
@@ -132,6 +133,19 @@ export function checkText(value: string, field: string, maxLength: number): stri
   if (!isStorableText(value)) throw unstorable(field);
   if (CONTROL.test(value))
     throw new InvalidInputError('VALUE_INVALID', `${field} contains control characters`, field);
+  return value;
+}
+
+/** A text of any length (a tool's output is bounded later, never refused for its size). */
+export function checkString(value: unknown, field: string): string {
+  if (typeof value !== 'string')
+    throw new InvalidInputError('VALUE_INVALID', `${field} must be a text`, field);
+  return value;
+}
+
+export function checkBoolean(value: unknown, field: string): boolean {
+  if (typeof value !== 'boolean')
+    throw new InvalidInputError('VALUE_INVALID', `${field} must be true or false`, field);
   return value;
 }
 

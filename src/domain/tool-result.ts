@@ -4,14 +4,18 @@ import { isErrorOutcome, ToolOutcome } from './tool-outcome.ts';
 /** A JSON value as stored: what an artifact may hold. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
+/** `text` content is a string; `json` content any JSON value. */
+export const ARTIFACT_TYPES = ['text', 'json'] as const;
+export type ArtifactType = (typeof ARTIFACT_TYPES)[number];
+
 export type ToolArtifact = {
   title: string;
-  /** `text` content is a string; `json` content any JSON value. */
-  type: 'text' | 'json';
+  type: ArtifactType;
   content: JsonValue;
 };
 
-export type WriteKind = 'created' | 'updated';
+export const WRITE_KINDS = ['created', 'updated'] as const;
+export type WriteKind = (typeof WRITE_KINDS)[number];
 
 /** A record the tool wrote on our side: which table, which row, and how. */
 export interface WriteTarget {
@@ -24,9 +28,9 @@ export interface WriteTarget {
 export function decodeWriteTarget(value: unknown): WriteTarget | null {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
   const { table, uid, kind } = value as Record<string, unknown>;
-  if (typeof table !== 'string' || typeof uid !== 'string' || (kind !== 'created' && kind !== 'updated'))
+  if (typeof table !== 'string' || typeof uid !== 'string' || !WRITE_KINDS.includes(kind as WriteKind))
     return null;
-  return { table, uid, kind };
+  return { table, uid, kind: kind as WriteKind };
 }
 
 /** Failure codes of the domain itself; transports bring their own (MCP_*). */

@@ -18,7 +18,7 @@ import {
   RunNotFoundError,
 } from '../domain/errors.ts';
 import { requestFingerprint } from '../domain/idempotency.ts';
-import { checkName, Limits } from '../domain/limits.ts';
+import { checkBoolean, checkName, checkString, Limits } from '../domain/limits.ts';
 import { canRecordIntoRunOf, requirePermission } from '../domain/permissions.ts';
 import { checkRunAcceptsSteps } from '../domain/run-lifecycle.ts';
 import { type RunRollups, stepRollups } from '../domain/run-rollups.ts';
@@ -263,7 +263,12 @@ export function recordToolExecution(
 ): Promise<AppendResult> {
   const { target, request } = split(input);
   return recordSteps(scope, target, request, (now) => [
-    { type: 'toolExecution', call: toolCall(input, now), content: input.result, isError: input.isError },
+    {
+      type: 'toolExecution',
+      call: toolCall(input, now),
+      content: checkString(input.result, 'result'),
+      isError: checkBoolean(input.isError, 'isError'),
+    },
   ]);
 }
 

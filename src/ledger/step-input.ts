@@ -1,22 +1,28 @@
 import { InvalidInputError } from '../domain/errors.ts';
 import {
+  checkBoolean,
   checkInteger,
   checkJson,
   checkName,
   checkNotInFuture,
   checkNumber,
+  checkOneOf,
+  checkString,
   Limits,
 } from '../domain/limits.ts';
 import type { JsonObject } from '../domain/run-step.ts';
 import { type PlainStep, type StepCommand, type ToolCall, toolStepNeedsResult } from '../domain/run-trace.ts';
 import type { StepKind } from '../domain/step-kind.ts';
-import type { ToolOutcome } from '../domain/tool-outcome.ts';
+import { TOOL_OUTCOMES, type ToolOutcome } from '../domain/tool-outcome.ts';
 import {
+  ARTIFACT_TYPES,
+  type ArtifactType,
   checkFailureCode,
   FailureCodeRefusal,
   type JsonValue,
   type ToolArtifact,
   ToolResult,
+  WRITE_KINDS,
   type WriteKind,
 } from '../domain/tool-result.ts';
 
@@ -40,7 +46,7 @@ export interface ToolCallInput extends StepTimingInput {
 export interface ToolResultInput {
   content: string;
   outcome: ToolOutcome;
-  artifacts?: Array<{ title: string; type: 'text' | 'json'; content?: JsonValue }> | null;
+  artifacts?: Array<{ title: string; type: ArtifactType; content?: JsonValue }> | null;
   writeTarget?: { table: string; uid: string; kind: WriteKind } | null;
   /** Why a failed call failed; only with outcome failed. */
   failureCode?: string | null;
@@ -125,26 +131,30 @@ export function toolCall(input: ToolCallInput, now: Date, prefix = ''): ToolCall
  * Content is never refused for its size; bounding cuts it before it is stored.
  */
 export function toolResult(input: ToolResultInput, prefix = ''): ToolResult {
+  const outcome = checkOneOf(input.outcome, TOOL_OUTCOMES, `${prefix}result.outcome`);
+  const content = checkString(input.content, `${prefix}result.content`);
   const artifacts: ToolArtifact[] = (input.artifacts ?? []).map((artifact, index) => {
-    checkName(artifact.title, `${prefix}result.artifacts.${index}.title`);
-    return { title: artifact.title, type: artifact.type, content: artifact.content ?? null };
+    const field = `${prefix}result.artifacts.${index}`;
+    checkName(artifact.title, `${field}.title`);
+    const type = checkOneOf(artifact.type, ARTIFACT_TYPES, `${field}.type`);
+    return { title: artifact.title, type, content: artifact.content ?? null };
   });
   const target = input.writeTarget
     ? {
         table: checkName(input.writeTarget.table, `${prefix}result.writeTarget.table`),
         uid: checkName(input.writeTarget.uid, `${prefix}result.writeTarget.uid`),
-        kind: input.writeTarget.kind,
+        kind: checkOneOf(input.writeTarget.kind, WRITE_KINDS, `${prefix}result.writeTarget.kind`),
       }
     : null;
   const failureCode = checkFailureCode(input.failureCode, `${prefix}result.failureCode`);
-  if (failureCode !== null && input.outcome !== 'failed') {
+  if (failureCode !== null && outcome !== 'failed') {
     throw new InvalidInputError(
       FailureCodeRefusal.WithoutFailure,
       'a failure code goes with outcome FAILED only',
       `${prefix}result.failureCode`,
     );
   }
-  return ToolResult.of(input.outcome, input.content, artifacts, target, failureCode);
+  return ToolResult.of(outcome, content, artifacts, target, failureCode);
 }
 
 function modelFacts(input: PlainStepInput, prefix: string): JsonObject {
@@ -222,7 +232,12 @@ export function batchCommands(steps: readonly BatchStepInput[], now: Date): Step
     if (step.result && step.isError == null)
       return { type: 'toolResult', call, result: toolResult(step.result, prefix) };
     if (!step.result && step.isError != null) {
-      return { type: 'toolExecution', call, content: step.content ?? '', isError: step.isError };
+      return {
+        type: 'toolExecution',
+        call,
+        content: checkString(step.content ?? '', `${prefix}content`),
+        isError: checkBoolean(step.isError, `${prefix}isError`),
+      };
     }
     throw toolStepNeedsResult(`${prefix}result`);
   });

@@ -8,6 +8,7 @@ import { InvalidInputError, RunNotFoundError } from '../../src/domain/errors.ts'
 import { type Actor, canCancelRunOf, type Permission } from '../../src/domain/permissions.ts';
 import { cancelRun } from '../../src/ledger/end-run.ts';
 import { type OutcomeStatsRequest, toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
+import { recordBatch, recordToolExecution, recordToolResult } from '../../src/ledger/record-steps.ts';
 import { type RunStatsRequest, runStats } from '../../src/ledger/run-stats.ts';
 import { createRun } from '../../src/ledger/start-run.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
@@ -165,6 +166,107 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
       expect(await stepsOf(run)).toEqual([]);
     },
   );
+
+  describe('recording refuses words and values outside their types, whatever the entry point', () => {
+    // The GraphQL schema holds these types; another entry point hands the use cases what it has.
+    const call = { round: 1, durationMs: 1, toolName: 'echo', server: SERVER, arguments: {} };
+    const ok = { content: 'x', outcome: 'ok' };
+    type Recording = (scope: { db: Database; actor: Actor }, runUuid: string) => Promise<unknown>;
+    const cases: Array<[string, Recording]> = [
+      [
+        'result.outcome',
+        (scope, runUuid) =>
+          recordToolResult(scope, { ...call, runUuid, result: { content: 'x', outcome: 'error' } } as never),
+      ],
+      [
+        'result.content',
+        (scope, runUuid) =>
+          recordToolResult(scope, { ...call, runUuid, result: { content: 42, outcome: 'ok' } } as never),
+      ],
+      [
+        'result.artifacts.0.type',
+        (scope, runUuid) =>
+          recordToolResult(scope, {
+            ...call,
+            runUuid,
+            result: { ...ok, artifacts: [{ title: 'a', type: 'xml' }] },
+          } as never),
+      ],
+      [
+        'result.writeTarget.kind',
+        (scope, runUuid) =>
+          recordToolResult(scope, {
+            ...call,
+            runUuid,
+            result: { ...ok, writeTarget: { table: 'notes', uid: 'n1', kind: 'deleted' } },
+          } as never),
+      ],
+      [
+        'isError',
+        (scope, runUuid) =>
+          recordToolExecution(scope, { ...call, runUuid, result: 'x', isError: 'yes' } as never),
+      ],
+      [
+        'result',
+        (scope, runUuid) =>
+          recordToolExecution(scope, { ...call, runUuid, result: 42, isError: false } as never),
+      ],
+      [
+        'toolName',
+        (scope, runUuid) =>
+          recordToolExecution(scope, {
+            ...call,
+            toolName: 42,
+            runUuid,
+            result: 'x',
+            isError: false,
+          } as never),
+      ],
+      // All or nothing: the first step is valid and is not written either.
+      [
+        'steps.1.isError',
+        (scope, runUuid) =>
+          recordBatch(scope, {
+            runUuid,
+            steps: [
+              { ...call, kind: 'tool', isError: false, content: 'x' },
+              { ...call, kind: 'tool', isError: 1, content: 'x' },
+            ],
+          } as never),
+      ],
+      [
+        'steps.0.result.outcome',
+        (scope, runUuid) =>
+          recordBatch(scope, {
+            runUuid,
+            steps: [{ ...call, kind: 'tool', result: { content: 'x', outcome: 'OK' } }],
+          } as never),
+      ],
+    ];
+
+    it.each(cases)('refuses %s with VALUE_INVALID, writing nothing', async (field, record) => {
+      const run = await startRun();
+      const scope = { db: api.database.handle.db, actor: actor('alice', ['record']) };
+      await expect(record(scope, run)).rejects.toEqual(
+        expect.objectContaining({ constructor: InvalidInputError, code: 'VALUE_INVALID', field }),
+      );
+      expect(await stepsOf(run)).toEqual([]);
+      expect((await runRow(run))?.rounds).toBe(0);
+    });
+
+    it('records the same calls when every value is of its type', async () => {
+      const run = await startRun();
+      const scope = { db: api.database.handle.db, actor: actor('alice', ['record']) };
+      await recordToolResult(scope, {
+        ...call,
+        runUuid: run,
+        result: { ...ok, artifacts: [{ title: 'a', type: 'json', content: { a: 1 } }] },
+      } as never);
+      await recordToolExecution(scope, { ...call, runUuid: run, result: 'x', isError: true } as never);
+      const steps = (await stepsOf(run)).sort((a, b) => a.sequence - b.sequence);
+      expect(steps.map((step) => step.toolOutcome)).toEqual(['ok', 'failed']);
+    });
+  });
 
   it('records a call at the highest round allowed through callTool', async () => {
     const run = await startRun();
