@@ -1,8 +1,9 @@
 import { InvalidInputError } from './errors.ts';
-import { checkName, checkText, Limits } from './limits.ts';
+import { checkName, checkOneOf, checkText, Limits } from './limits.ts';
 
 /** How runledger reaches an MCP server. */
-export type McpTransportKind = 'streamable-http' | 'stdio';
+export const MCP_TRANSPORTS = ['streamable-http', 'stdio'] as const;
+export type McpTransportKind = (typeof MCP_TRANSPORTS)[number];
 
 /** A header sent to a Streamable HTTP server; its value is a reference, never the secret. */
 export interface McpHeader {
@@ -131,6 +132,7 @@ export function checkServerIdentifier(identifier: string, field = 'identifier'):
 /** The endpoint a registration names: a URL for Streamable HTTP, a command for stdio. */
 export function checkServerEndpoint(input: McpServerInput): Omit<McpServerConfig, 'identifier'> {
   checkServerIdentifier(input.identifier);
+  checkOneOf(input.transport, MCP_TRANSPORTS, 'transport');
   const args = [...(input.args ?? [])];
   if (args.length > Limits.maxServerArgs) {
     throw new InvalidInputError('VALUE_TOO_LARGE', `at most ${Limits.maxServerArgs} args`, 'args');

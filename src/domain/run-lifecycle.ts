@@ -1,5 +1,11 @@
 import { InvalidInputError, RunTerminalError } from './errors.ts';
-import { isTerminalStatus, type RunStatus, type TerminationReason } from './run-status.ts';
+import { checkOneOf } from './limits.ts';
+import {
+  isTerminalStatus,
+  type RunStatus,
+  TERMINATION_REASONS,
+  type TerminationReason,
+} from './run-status.ts';
 import type { RunStep } from './run-step.ts';
 
 export interface RunState {
@@ -50,6 +56,7 @@ export function checkRunCanEnd(run: RunState): void {
 
 /** Only an operator's cancel ends a run as cancelled, and a cancel is always the reason. */
 export function checkTermination(status: RunStatus, reason: TerminationReason): void {
+  checkOneOf(reason, TERMINATION_REASONS, 'terminationReason');
   if (!isTerminalStatus(status)) {
     throw new InvalidInputError('RUN_STATUS_NOT_TERMINAL', `${status} is not a terminal status`, 'status');
   }

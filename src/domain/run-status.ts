@@ -10,6 +10,10 @@ export const RUN_STATUSES = [
 
 export type RunStatus = (typeof RUN_STATUSES)[number];
 
+/** The statuses a run may start in: it ends only through finishRun or a cancel. */
+export const STARTING_RUN_STATUSES = ['queued', 'running'] as const satisfies readonly RunStatus[];
+export type StartingRunStatus = (typeof STARTING_RUN_STATUSES)[number];
+
 export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
 
 export function isTerminalStatus(status: RunStatus): boolean {

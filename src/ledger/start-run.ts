@@ -2,9 +2,9 @@ import type { Database } from '../db/connection.ts';
 import { insertRunUnlessPresent } from '../db/run-writes.ts';
 import { findRunsByUuids, type RunRow } from '../db/runs.ts';
 import { RunAlreadyExistsError } from '../domain/errors.ts';
-import { checkName } from '../domain/limits.ts';
+import { checkName, checkOneOf } from '../domain/limits.ts';
 import { requirePermission } from '../domain/permissions.ts';
-import type { RunStatus } from '../domain/run-status.ts';
+import { STARTING_RUN_STATUSES, type StartingRunStatus } from '../domain/run-status.ts';
 import { checkUuid } from '../domain/uuid.ts';
 import type { Scope } from './scope.ts';
 
@@ -12,7 +12,7 @@ export interface NewRun {
   uuid?: string;
   owner: string;
   configuration: string;
-  status?: Extract<RunStatus, 'queued' | 'running'>;
+  status?: StartingRunStatus;
   createdAt?: Date;
 }
 
@@ -41,15 +41,15 @@ export async function createRun(db: Database, run: NewRun): Promise<RunRow> {
 }
 
 /** Starts a run owned by the actor. */
-export function startRun(
+export async function startRun(
   { db, actor }: Scope,
-  input: { uuid?: string | null; configuration: string; status: Extract<RunStatus, 'queued' | 'running'> },
+  input: { uuid?: string | null; configuration: string; status: StartingRunStatus },
 ): Promise<RunRow> {
   requirePermission(actor, 'record');
   return createRun(db, {
     uuid: input.uuid == null ? undefined : checkUuid(input.uuid, 'uuid'),
     owner: actor.name,
     configuration: checkName(input.configuration, 'configuration'),
-    status: input.status,
+    status: checkOneOf(input.status, STARTING_RUN_STATUSES, 'status'),
   });
 }

@@ -6,11 +6,14 @@ import { mcpServers, runSteps, runs } from '../../drizzle/schema.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { InvalidInputError, RunNotFoundError } from '../../src/domain/errors.ts';
 import { type Actor, canCancelRunOf, type Permission } from '../../src/domain/permissions.ts';
-import { cancelRun } from '../../src/ledger/end-run.ts';
+import { cancelRun, finishRun } from '../../src/ledger/end-run.ts';
+import { registerServer } from '../../src/ledger/mcp-servers.ts';
 import { type OutcomeStatsRequest, toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
 import { recordBatch, recordToolExecution, recordToolResult } from '../../src/ledger/record-steps.ts';
 import { type RunStatsRequest, runStats } from '../../src/ledger/run-stats.ts';
-import { createRun } from '../../src/ledger/start-run.ts';
+import { createRun, startRun as startRunOf } from '../../src/ledger/start-run.ts';
+import { McpPolicy } from '../../src/mcp/outbound-policy.ts';
+import { DEFAULT_MCP_SETTINGS } from '../../src/mcp/settings.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
 import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
@@ -265,6 +268,54 @@ describe.each(backendNames)('rules every entry point shares (%s)', (backend) => 
       await recordToolExecution(scope, { ...call, runUuid: run, result: 'x', isError: true } as never);
       const steps = (await stepsOf(run)).sort((a, b) => a.sequence - b.sequence);
       expect(steps.map((step) => step.toolOutcome)).toEqual(['ok', 'failed']);
+    });
+  });
+
+  describe('runs and servers refuse words outside their sets, writing nothing', () => {
+    const scopeOf = (permissions: Permission[]) => ({
+      db: api.database.handle.db,
+      actor: actor('ursula', permissions),
+    });
+    const runsOf = async (owner: string) =>
+      api.database.handle.db.select().from(runs).where(eq(runs.owner, owner));
+
+    it.each(['completed', 'bogus'])(
+      'startRun refuses status %s: a run starts queued or running',
+      async (status) => {
+        await expect(
+          startRunOf(scopeOf(['record']), { configuration: 'rules', status } as never),
+        ).rejects.toEqual(expect.objectContaining({ code: 'VALUE_INVALID', field: 'status' }));
+        expect(await runsOf('ursula')).toEqual([]);
+      },
+    );
+
+    it('finishRun refuses a termination reason outside its set, leaving the run running', async () => {
+      const scope = scopeOf(['record']);
+      const run = await startRunOf(scope, { configuration: 'rules', status: 'running' });
+      await expect(
+        finishRun(scope, { uuid: run.uuid, status: 'completed', terminationReason: 'bogus' } as never),
+      ).rejects.toEqual(expect.objectContaining({ code: 'VALUE_INVALID', field: 'terminationReason' }));
+      expect(await runRow(run.uuid)).toMatchObject({
+        status: 'running',
+        terminationReason: null,
+        finishedAt: null,
+      });
+    });
+
+    it('registerServer refuses a transport outside its set, registering nothing', async () => {
+      const policy = new McpPolicy(DEFAULT_MCP_SETTINGS);
+      await expect(
+        registerServer(
+          scopeOf(['manage_servers']),
+          { identifier: 'rules-ws', transport: 'ws', url: 'http://127.0.0.1:1/' } as never,
+          policy,
+        ),
+      ).rejects.toEqual(expect.objectContaining({ code: 'VALUE_INVALID', field: 'transport' }));
+      const registered = await api.database.handle.db
+        .select()
+        .from(mcpServers)
+        .where(eq(mcpServers.identifier, 'rules-ws'));
+      expect(registered).toEqual([]);
     });
   });
 
