@@ -270,6 +270,15 @@ export const toolOutcomeOwnerDailyDurations = pgTable(
       t.durationBucket,
       t.calls,
     ),
+    // Owner x server x tool reads its range's days without each configuration's others (0037).
+    index('tool_outcome_owner_daily_durations_tool_day_idx').on(
+      t.owner,
+      t.server,
+      t.toolName,
+      t.day,
+      t.durationBucket,
+      t.calls,
+    ),
     durationBucketRange('tool_outcome_owner_daily_durations_bucket', t.durationBucket),
   ],
 );

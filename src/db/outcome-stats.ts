@@ -374,10 +374,11 @@ const INDEXED_BY_GROUP: ReadonlyMap<
   ['ownerConfigurationServerWeekly', [{ fields: ['owner', 'configuration', 'server'], least: 3 }]],
   ['ownerConfigurationToolWeekly', [{ fields: ['owner', 'configuration', 'tool'], least: 3 }]],
   // Its durations too: grouped by all four fields, by owner, server and tool (a group's few
-  // configurations, one each on most owners, read with it) or by configuration, server and tool
-  // (its few owners: that index has the day before the owner, so it reads the range's days of
-  // them alone). Each index holds the columns summed (the counts; in the durations' indexes the
-  // bucket and its calls), so a group is read without the table (migration 0036).
+  // configurations, one each on most owners, read with it; the durations have one more index with
+  // the day after the tool, so such a group reads the range's days alone, migration 0037) or by
+  // configuration, server and tool (its few owners: that index has the day before the owner, so it
+  // reads the range's days of them alone). Each index holds the columns summed (the counts; in the
+  // durations' indexes the bucket and its calls), so a group is read without the table (0036).
   [
     'everyKeyDaily',
     [
