@@ -1,5 +1,6 @@
 import { isStorableText, utf8Bytes } from './bounding.ts';
 import { InvalidInputError } from './errors.ts';
+import { isOneOf } from './one-of.ts';
 
 /**
  * Every limit of the service, in one place: what a client may send (`Limits`),
@@ -155,7 +156,7 @@ export function checkBoolean(value: unknown, field: string): boolean {
  * anything else with a code rather than build a statement of it.
  */
 export function checkOneOf<T extends string>(value: unknown, allowed: readonly T[], field: string): T {
-  if (typeof value === 'string' && (allowed as readonly string[]).includes(value)) return value as T;
+  if (isOneOf(value, allowed)) return value;
   throw new InvalidInputError('VALUE_INVALID', `${field} must be one of ${allowed.join(', ')}`, field);
 }
 

@@ -1,4 +1,5 @@
 import { ForbiddenError, InvalidInputError } from './errors.ts';
+import { isOneOf } from './one-of.ts';
 
 /** What a key lets its actor do. */
 export const PERMISSIONS = [
@@ -15,7 +16,7 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 
 export function isPermission(value: string): value is Permission {
-  return (PERMISSIONS as readonly string[]).includes(value);
+  return isOneOf(value, PERMISSIONS);
 }
 
 export function parsePermissions(values: readonly string[]): Permission[] {

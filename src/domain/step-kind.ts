@@ -1,3 +1,5 @@
+import { isOneOf } from './one-of.ts';
+
 export const STEP_KINDS = [
   'request',
   'llm',
@@ -13,5 +15,5 @@ export const STEP_KINDS = [
 export type StepKind = (typeof STEP_KINDS)[number];
 
 export function isStepKind(value: unknown): value is StepKind {
-  return typeof value === 'string' && (STEP_KINDS as readonly string[]).includes(value);
+  return isOneOf(value, STEP_KINDS);
 }

@@ -1,3 +1,5 @@
+import { isOneOf } from './one-of.ts';
+
 /**
  * What became of one tool call. These strings travel unchanged from this enum
  * to the database, the timeline, the label keys and the GraphQL enum's values.
@@ -13,7 +15,7 @@ export type ToolOutcome = (typeof ToolOutcome)[keyof typeof ToolOutcome];
 export const TOOL_OUTCOMES: readonly ToolOutcome[] = Object.freeze(Object.values(ToolOutcome));
 
 export function isToolOutcome(value: unknown): value is ToolOutcome {
-  return typeof value === 'string' && (TOOL_OUTCOMES as readonly string[]).includes(value);
+  return isOneOf(value, TOOL_OUTCOMES);
 }
 
 /** The old boolean, derived: true exactly when the call did not end `ok`. */

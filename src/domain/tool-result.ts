@@ -1,4 +1,5 @@
 import { InvalidInputError } from './errors.ts';
+import { isOneOf } from './one-of.ts';
 import { isErrorOutcome, ToolOutcome } from './tool-outcome.ts';
 
 /** A JSON value as stored: what an artifact may hold. */
@@ -28,9 +29,8 @@ export interface WriteTarget {
 export function decodeWriteTarget(value: unknown): WriteTarget | null {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
   const { table, uid, kind } = value as Record<string, unknown>;
-  if (typeof table !== 'string' || typeof uid !== 'string' || !WRITE_KINDS.includes(kind as WriteKind))
-    return null;
-  return { table, uid, kind: kind as WriteKind };
+  if (typeof table !== 'string' || typeof uid !== 'string' || !isOneOf(kind, WRITE_KINDS)) return null;
+  return { table, uid, kind };
 }
 
 /** Failure codes of the domain itself; transports bring their own (MCP_*). */
