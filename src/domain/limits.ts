@@ -160,14 +160,13 @@ export function checkOneOf<T extends string>(value: unknown, allowed: readonly T
   throw new InvalidInputError('VALUE_INVALID', `${field} must be one of ${allowed.join(', ')}`, field);
 }
 
-/** Each value one of a closed set (see checkOneOf); null or undefined stays as it is. */
-export function checkEachOneOf<T extends string, L extends readonly T[] | null | undefined>(
-  values: L,
-  allowed: readonly T[],
+/** Each value one of a closed set (see checkOneOf); none (null or undefined) passes. */
+export function checkEachOneOf(
+  values: readonly unknown[] | null | undefined,
+  allowed: readonly string[],
   field: string,
-): L {
+): void {
   for (const value of values ?? []) checkOneOf(value, allowed, field);
-  return values;
 }
 
 /** A name, key or identifier: a text of at most 200 characters unless told otherwise. */

@@ -6,7 +6,7 @@ import { TOOL_OUTCOMES } from '../../domain/tool-outcome.ts';
 import { builder } from '../builder.ts';
 
 /** GraphQL enum values are the domain strings upper-cased; their internal values are the strings themselves. */
-function enumValues<T extends string>(values: readonly T[]) {
+export function enumValues<T extends string>(values: readonly T[]) {
   return Object.fromEntries(values.map((value) => [value.toUpperCase(), { value }])) as Record<
     Uppercase<T>,
     { value: T }

@@ -1,25 +1,19 @@
 import { EXACT_BELOW_MS, PERCENTILE_BOUND } from '../../domain/duration-histogram.ts';
 import { STATS_LIMITS } from '../../domain/limits.ts';
-import type { OutcomeGroup } from '../../domain/outcome-stats.ts';
+import { ORDER_DIRECTIONS, OUTCOME_DIMENSIONS, type OutcomeGroup } from '../../domain/outcome-stats.ts';
+import { TIME_BUCKETS } from '../../domain/time-buckets.ts';
 import { type OutcomeStatsPage, toolOutcomeStats } from '../../ledger/outcome-stats.ts';
 import { builder } from '../builder.ts';
 import { storableStrings } from '../input-text.ts';
 import { selectsAnyField } from '../selection.ts';
-import { ToolOutcomeEnum } from './enums.ts';
+import { enumValues, ToolOutcomeEnum } from './enums.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
 
-const OutcomeGroupByEnum = builder.enumType('OutcomeGroupBy', {
-  values: {
-    SERVER: { value: 'server' },
-    TOOL: { value: 'tool' },
-    CONFIGURATION: { value: 'configuration' },
-    OWNER: { value: 'owner' },
-  } as const,
-});
+const OutcomeGroupByEnum = builder.enumType('OutcomeGroupBy', { values: enumValues(OUTCOME_DIMENSIONS) });
 
 export const TimeBucketEnum = builder.enumType('TimeBucket', {
   description: 'Buckets aligned in UTC, or at utcOffsetMinutes. Weeks start on Monday.',
-  values: { HOUR: { value: 'hour' }, DAY: { value: 'day' }, WEEK: { value: 'week' } } as const,
+  values: enumValues(TIME_BUCKETS),
 });
 
 const OutcomeOrderFieldEnum = builder.enumType('OutcomeOrderField', {
@@ -38,9 +32,7 @@ const OutcomeOrderFieldEnum = builder.enumType('OutcomeOrderField', {
   } as const,
 });
 
-const SortDirectionEnum = builder.enumType('SortDirection', {
-  values: { ASC: { value: 'asc' }, DESC: { value: 'desc' } } as const,
-});
+const SortDirectionEnum = builder.enumType('SortDirection', { values: enumValues(ORDER_DIRECTIONS) });
 
 const OutcomeOrder = builder.inputType('OutcomeOrder', {
   fields: (t) => ({

@@ -1,5 +1,7 @@
 import { MAX_CONTENT_BYTES } from '../../domain/bounding.ts';
 import { Limits } from '../../domain/limits.ts';
+import { STARTING_RUN_STATUSES } from '../../domain/run-status.ts';
+import { ARTIFACT_TYPES } from '../../domain/tool-result.ts';
 import { cancelRun, finishRun } from '../../ledger/end-run.ts';
 import {
   type AppendResult,
@@ -10,7 +12,7 @@ import {
 } from '../../ledger/record-steps.ts';
 import { startRun } from '../../ledger/start-run.ts';
 import { builder } from '../builder.ts';
-import { RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
+import { enumValues, RunStatusEnum, StepKindEnum, TerminationReasonEnum, ToolOutcomeEnum } from './enums.ts';
 import { RUN_END_ERRORS, START_RUN_ERRORS, STEP_ERRORS } from './errors.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef, WriteKindEnum } from './run-step.ts';
@@ -37,12 +39,8 @@ export const RecordedStepsSuccess = builder.objectRef<AppendResult>('RecordedSte
 /** Step mutations answer RecordedStepsSuccess or one of the step errors. */
 export const STEP_RESULT = { types: STEP_ERRORS, directResult: true } as const;
 
-const ArtifactTypeEnum = builder.enumType('ArtifactType', {
-  values: { TEXT: { value: 'text' }, JSON: { value: 'json' } } as const,
-});
-const StartStatusEnum = builder.enumType('StartStatus', {
-  values: { QUEUED: { value: 'queued' }, RUNNING: { value: 'running' } } as const,
-});
+const ArtifactTypeEnum = builder.enumType('ArtifactType', { values: enumValues(ARTIFACT_TYPES) });
+const StartStatusEnum = builder.enumType('StartStatus', { values: enumValues(STARTING_RUN_STATUSES) });
 
 const ArtifactInput = builder.inputType('ArtifactInput', {
   fields: (t) => ({

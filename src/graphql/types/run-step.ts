@@ -4,17 +4,15 @@ import { requirePermission } from '../../domain/permissions.ts';
 import { RunStep } from '../../domain/run-step.ts';
 import { statedOutcome } from '../../domain/stated-outcome.ts';
 import type { StepKind } from '../../domain/step-kind.ts';
-import type { WriteTarget } from '../../domain/tool-result.ts';
+import { WRITE_KINDS, type WriteTarget } from '../../domain/tool-result.ts';
 import { builder } from '../builder.ts';
 import { nodeTypename } from '../ids.ts';
-import { LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
+import { enumValues, LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
 
 export const RunStepRef = builder.objectRef<StepMetaRow>(nodeTypename('RunStep'));
 
-export const WriteKindEnum = builder.enumType('WriteKind', {
-  values: { CREATED: { value: 'created' }, UPDATED: { value: 'updated' } } as const,
-});
+export const WriteKindEnum = builder.enumType('WriteKind', { values: enumValues(WRITE_KINDS) });
 
 const WriteTargetRef = builder.objectRef<WriteTarget>('WriteTarget').implement({
   description: 'A record a tool call wrote: which table, which row, and whether it was created or updated.',
