@@ -138,6 +138,35 @@ export async function startService(url: string, options: ServiceOptions = {}): P
   };
 }
 
+/** A plain node script of bench/ in its own process, with the flags of `npm start`, until it prints its address. */
+export async function startBareServer(
+  script: string,
+  env: Record<string, string>,
+): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [...startFlags(), fileURLToPath(new URL(script, import.meta.url))], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout?.on('data', (chunk) => {
+      output += String(chunk);
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match?.[1]) resolve(match[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${output}`)));
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
 /** A key for the benchmark's actor, with every permission, written straight into the database. */
 export async function benchKey(url: string, dataDir?: string): Promise<string> {
   const handle = await openDatabase({ url, dataDir });

@@ -9,6 +9,7 @@ import {
   quantile,
   rssMb,
   type Service,
+  startBareServer,
   startService,
   table,
 } from './support.ts';
@@ -19,6 +20,9 @@ import {
  * other runs too. The API (over HTTP, the service in its own process) against a
  * plain `pg` fetch of the same rows' metadata (the columns a line shows and its
  * metadata), in the same run; and the service's memory after many requests.
+ * Beside them, the floor of any answer over HTTP: a bare node:http server that
+ * runs the plain fetch (or reads the same rows as unparsed text, the cheapest
+ * read) and sends the API's own answer, bytes made once; and that answer alone.
  * BENCH_CPU_PROF=DIR: a CPU profile of the service.
  */
 const STEPS = Number(process.env.BENCH_TIMELINE_STEPS ?? 5_000);
@@ -176,6 +180,7 @@ export async function benchTimeline(): Promise<void> {
       : [],
   });
   const pool = new pg.Pool({ connectionString: url, max: 2 });
+  const floor = await startBareServer('./answer-floor.mjs', { DATABASE_URL: url, FLOOR_STATEMENT: PLAIN });
   try {
     // Same rows first: every step once, in order, and no line shows the output.
     const whole = await graphql<{ run: { timeline: Entry[] } }>(service.url, key, TIMELINE, { uuid });
@@ -207,6 +212,14 @@ export async function benchTimeline(): Promise<void> {
       `  the timeline, its ${Math.ceil(STEPS / 500)} pages and the plain fetch agree on ${STEPS} steps`,
     );
 
+    // The API's answer as sent, for the bare server to send as it is.
+    const answer = await fetch(service.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ query: TIMELINE, variables: { uuid } }),
+    }).then((response) => response.arrayBuffer());
+    await fetch(`${floor.url}/answer`, { method: 'PUT', body: answer });
+
     const rssBefore = rssMb(service.pid);
     // The service's own CPU per whole timeline: what it costs whatever else the machine runs.
     const cpuBefore = (await service.memory()).cpuMicros;
@@ -214,9 +227,21 @@ export async function benchTimeline(): Promise<void> {
       graphql(service.url, key, TIMELINE, { uuid }),
     );
     const cpuPerTimeline = ((await service.memory()).cpuMicros - cpuBefore) / (REPEATS + 3) / 1000;
+    const post = async (path: string, body: string) => {
+      const response = await fetch(`${floor.url}${path}`, { method: 'POST', body });
+      if (!response.ok) throw new Error(`the bare server answered ${response.status}`);
+      return response.json();
+    };
     const results = [
       wholeTimes,
       await measure(`same rows' metadata: plain pg`, () => pool.query(PLAIN, [uuid])),
+      await measure('plain pg, then the same answer: bare HTTP', () =>
+        post('/fetch-answer', JSON.stringify({ uuid })),
+      ),
+      await measure('the same rows as text, then the answer: bare HTTP', () =>
+        post('/text-answer', JSON.stringify({ uuid })),
+      ),
+      await measure('the same answer alone: bare HTTP', () => post('/answer', '')),
       await measure('first timeline page (500): API', () =>
         graphql(service.url, key, PAGE, { uuid, after: null }),
       ),
@@ -237,7 +262,10 @@ export async function benchTimeline(): Promise<void> {
     const ratio = (a: number, b: number) =>
       (quantile(results[a]?.times ?? [], 0.5) / quantile(results[b]?.times ?? [], 0.5)).toFixed(3);
     console.log(
-      `  median ratio API / plain pg: whole timeline ${ratio(0, 1)} (target <= 1.5), one page ${ratio(2, 3)}`,
+      `  median ratio API / plain pg: whole timeline ${ratio(0, 1)} (target <= 1.5), one page ${ratio(5, 6)}`,
+    );
+    console.log(
+      `  the floor of any answer over HTTP, / plain pg: from a bare server, the plain fetch then the API's answer (${(answer.byteLength / 1e6).toFixed(2)} MB, made once) ${ratio(2, 1)}; the rows as unparsed text then that answer ${ratio(3, 1)}; that answer alone ${ratio(4, 1)}. API / the first ${ratio(0, 2)}`,
     );
     console.log(`  service CPU per whole timeline: ${cpuPerTimeline.toFixed(1)} ms`);
     console.log(
@@ -246,6 +274,7 @@ export async function benchTimeline(): Promise<void> {
     await compareOutputSizes(service, key, { [OUTPUT_BYTES]: uuid, [SMALL_OUTPUT_BYTES]: smallOutputs });
   } finally {
     await pool.end();
+    await floor.stop();
     await service.stop();
   }
 }
