@@ -491,6 +491,59 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     expect(readAllTime).toBeGreaterThanOrEqual(2 * 6 * 4 * 2 * 4);
   });
 
+  it('ranks as if rollup rows that fell to zero were not there (the calls of deleted runs), whatever the minimum and order', async () => {
+    const db = api.db;
+    await db.delete(runs).where(eq(runs.owner, 'carol'));
+    // Rollup rows stay when their calls are deleted, at zero: the ranking reads them and must drop them.
+    const [zeroRows] = await selectRows<{ count: number }>(
+      db,
+      sql`select count(*)::int as count from tool_outcome_weekly
+           where owner = 'carol' and ok + failed + cancelled = 0`,
+    );
+    expect(zeroRows?.count).toBeGreaterThan(0);
+    const { recorded } = await callsOnRecord(db);
+    // Whole weeks with partial days and hours at both edges, read from the weeks, less the days outside.
+    const weeks = {
+      from: new Date(BASE - 10 * DAY + 17 * 60_000),
+      to: new Date(BASE + 12 * DAY - 23 * 60_000),
+    };
+    const weeksSmallest = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.name === 'everyKeyWeekly' ? 1 : 1_000_000]),
+    );
+    for (const range of [weeks, { from: new Date(from), to: new Date(to) }])
+      for (const groupBy of [
+        ['owner', 'configuration', 'server', 'tool'],
+        ['owner', 'server', 'tool'],
+        ['owner', 'server'],
+      ] as OutcomeDimension[][]) {
+        const query: StatsQuery = { groupBy, range, spec: null, now: range.to };
+        const exact = await outcomeStatsCells(db, { ...query, durations: false }, 'raw');
+        // Ascending by calls: a group of zeros would come first.
+        for (const orderBy of ['total', 'failureRate', 'key'] as const) {
+          const ranking = { orderBy, descending: false, minCalls: 0, first: 500 };
+          const expected = rankGroups(exact, ranking);
+          expect(expected.groups.length).toBeGreaterThan(0);
+          const counted = (cells: readonly StatsCell[]) =>
+            cells.map(
+              ({ tally, ...key }) => `${outcomeGroupKey(key)} ${tally.ok}/${tally.failed}/${tally.cancelled}`,
+            );
+          for (const rollupRows of [weeksSmallest, RANGE_READ_ROWS, null]) {
+            const ranked = await groupsRankedByCounts(
+              db,
+              { ...query, recorded, ...(rollupRows ? { rollupRows } : {}) },
+              ranking,
+            );
+            expect(ranked.cells.some((cell) => cell.owner === 'carol')).toBe(false);
+            expect([groupBy, orderBy, counted(ranked.cells)]).toEqual([
+              groupBy,
+              orderBy,
+              counted(expected.groups),
+            ]);
+          }
+        }
+      }
+  });
+
   it('ranks from the rollups of all time a group whose calls lie mostly outside the range where the range puts it', async () => {
     const db = api.db;
     const [run] = await db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
