@@ -423,6 +423,9 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
       t.configuration,
       t.server,
       t.week,
+      t.ok,
+      t.failed,
+      t.cancelled,
     ),
     durationsShape('tool_outcome_owner_configuration_server_weekly_durations_shape', t.durations),
   ],
@@ -459,7 +462,15 @@ export const toolOutcomeOwnerServerWeekly = pgTable(
   (t) => [
     primaryKey({ name: 'tool_outcome_owner_server_weekly_pkey', columns: [t.week, t.owner, t.server] }),
     startsOnMonday('tool_outcome_owner_server_weekly_monday', t.week),
-    index('tool_outcome_owner_server_weekly_group_idx').on(t.owner, t.server, t.week),
+    // Counts too: a range of weeks read without the histograms (0038).
+    index('tool_outcome_owner_server_weekly_group_idx').on(
+      t.owner,
+      t.server,
+      t.week,
+      t.ok,
+      t.failed,
+      t.cancelled,
+    ),
     durationsShape('tool_outcome_owner_server_weekly_durations_shape', t.durations),
   ],
 );
@@ -478,7 +489,14 @@ export const toolOutcomeConfigurationServerWeekly = pgTable(
       columns: [t.week, t.configuration, t.server],
     }),
     startsOnMonday('tool_outcome_configuration_server_weekly_monday', t.week),
-    index('tool_outcome_configuration_server_weekly_group_idx').on(t.configuration, t.server, t.week),
+    index('tool_outcome_configuration_server_weekly_group_idx').on(
+      t.configuration,
+      t.server,
+      t.week,
+      t.ok,
+      t.failed,
+      t.cancelled,
+    ),
     durationsShape('tool_outcome_configuration_server_weekly_durations_shape', t.durations),
   ],
 );
@@ -556,6 +574,9 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
       t.configuration,
       t.toolName,
       t.week,
+      t.ok,
+      t.failed,
+      t.cancelled,
     ),
     durationsShape('tool_outcome_owner_configuration_tool_weekly_durations_shape', t.durations),
   ],

@@ -363,7 +363,9 @@ function rollupConditions(
  * 0022, 0028, 0033, 0034 and 0036): each index's fields in its order, and how many
  * of the first a grouping must fix. A group of those first fields is one
  * range of the index: its units, and any other field's values in them, read
- * together (a group fixing fewer would read too many such values).
+ * together (a group fixing fewer would read too many such values). The
+ * weekly ones hold the counts after the week (0038), so a ranking's first
+ * pass reads a range's counts from the index, not the rows with their histograms.
  */
 const INDEXED_BY_GROUP: ReadonlyMap<
   RollupName,
