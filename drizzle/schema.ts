@@ -165,6 +165,15 @@ const callCountColumns = () => ({
 });
 
 /** What a rollup row counts: calls by outcome and the duration histogram. */
+/**
+ * An index of a rollup's fields followed by its counts, so a range of it is
+ * summed from the index alone (migrations/0036, 0038).
+ */
+const withCounts = (
+  t: { ok: AnyPgColumn; failed: AnyPgColumn; cancelled: AnyPgColumn },
+  ...fields: [AnyPgColumn, ...AnyPgColumn[]]
+): [AnyPgColumn, ...AnyPgColumn[]] => [...fields, t.ok, t.failed, t.cancelled];
+
 const outcomeCountColumns = () => ({ ...callCountColumns(), durations: durationsColumn() });
 
 /** The key of the rollups keyed by all four fields, after their time column. */
@@ -217,24 +226,10 @@ export const toolOutcomeOwnerDaily = pgTable(
     // Each group's days one range of an index (migrations/0033), again led by configuration
     // (0034); each holds the counts, read without the table (0036).
     index('tool_outcome_owner_daily_group_idx').on(
-      t.owner,
-      t.server,
-      t.toolName,
-      t.configuration,
-      t.day,
-      t.ok,
-      t.failed,
-      t.cancelled,
+      ...withCounts(t, t.owner, t.server, t.toolName, t.configuration, t.day),
     ),
     index('tool_outcome_owner_daily_configuration_group_idx').on(
-      t.configuration,
-      t.server,
-      t.toolName,
-      t.day,
-      t.owner,
-      t.ok,
-      t.failed,
-      t.cancelled,
+      ...withCounts(t, t.configuration, t.server, t.toolName, t.day, t.owner),
     ),
   ],
 );
@@ -419,13 +414,7 @@ export const toolOutcomeOwnerConfigurationServerWeekly = pgTable(
     }),
     startsOnMonday('tool_outcome_owner_configuration_server_weekly_monday', t.week),
     index('tool_outcome_owner_configuration_server_weekly_group_idx').on(
-      t.owner,
-      t.configuration,
-      t.server,
-      t.week,
-      t.ok,
-      t.failed,
-      t.cancelled,
+      ...withCounts(t, t.owner, t.configuration, t.server, t.week),
     ),
     durationsShape('tool_outcome_owner_configuration_server_weekly_durations_shape', t.durations),
   ],
@@ -463,14 +452,7 @@ export const toolOutcomeOwnerServerWeekly = pgTable(
     primaryKey({ name: 'tool_outcome_owner_server_weekly_pkey', columns: [t.week, t.owner, t.server] }),
     startsOnMonday('tool_outcome_owner_server_weekly_monday', t.week),
     // Counts too: a range of weeks read without the histograms (0038).
-    index('tool_outcome_owner_server_weekly_group_idx').on(
-      t.owner,
-      t.server,
-      t.week,
-      t.ok,
-      t.failed,
-      t.cancelled,
-    ),
+    index('tool_outcome_owner_server_weekly_group_idx').on(...withCounts(t, t.owner, t.server, t.week)),
     durationsShape('tool_outcome_owner_server_weekly_durations_shape', t.durations),
   ],
 );
@@ -490,12 +472,7 @@ export const toolOutcomeConfigurationServerWeekly = pgTable(
     }),
     startsOnMonday('tool_outcome_configuration_server_weekly_monday', t.week),
     index('tool_outcome_configuration_server_weekly_group_idx').on(
-      t.configuration,
-      t.server,
-      t.week,
-      t.ok,
-      t.failed,
-      t.cancelled,
+      ...withCounts(t, t.configuration, t.server, t.week),
     ),
     durationsShape('tool_outcome_configuration_server_weekly_durations_shape', t.durations),
   ],
@@ -570,13 +547,7 @@ export const toolOutcomeOwnerConfigurationToolWeekly = pgTable(
     }),
     startsOnMonday('tool_outcome_owner_configuration_tool_weekly_monday', t.week),
     index('tool_outcome_owner_configuration_tool_weekly_group_idx').on(
-      t.owner,
-      t.configuration,
-      t.toolName,
-      t.week,
-      t.ok,
-      t.failed,
-      t.cancelled,
+      ...withCounts(t, t.owner, t.configuration, t.toolName, t.week),
     ),
     durationsShape('tool_outcome_owner_configuration_tool_weekly_durations_shape', t.durations),
   ],
