@@ -180,8 +180,10 @@ export async function benchTimeline(): Promise<void> {
       : [],
   });
   const pool = new pg.Pool({ connectionString: url, max: 2 });
-  const floor = await startBareServer('./answer-floor.mjs', { DATABASE_URL: url, FLOOR_STATEMENT: PLAIN });
+  let floor: Awaited<ReturnType<typeof startBareServer>> | null = null;
   try {
+    floor = await startBareServer('./answer-floor.mjs', { DATABASE_URL: url, FLOOR_STATEMENT: PLAIN });
+    const floorUrl = floor.url;
     // Same rows first: every step once, in order, and no line shows the output.
     const whole = await graphql<{ run: { timeline: Entry[] } }>(service.url, key, TIMELINE, { uuid });
     const plain = await pool.query<{ sequence: number }>(PLAIN, [uuid]);
@@ -218,7 +220,7 @@ export async function benchTimeline(): Promise<void> {
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
       body: JSON.stringify({ query: TIMELINE, variables: { uuid } }),
     }).then((response) => response.arrayBuffer());
-    await fetch(`${floor.url}/answer`, { method: 'PUT', body: answer });
+    await fetch(`${floorUrl}/answer`, { method: 'PUT', body: answer });
 
     const rssBefore = rssMb(service.pid);
     // The service's own CPU per whole timeline: what it costs whatever else the machine runs.
@@ -228,7 +230,7 @@ export async function benchTimeline(): Promise<void> {
     );
     const cpuPerTimeline = ((await service.memory()).cpuMicros - cpuBefore) / (REPEATS + 3) / 1000;
     const post = async (path: string, body: string) => {
-      const response = await fetch(`${floor.url}${path}`, { method: 'POST', body });
+      const response = await fetch(`${floorUrl}${path}`, { method: 'POST', body });
       if (!response.ok) throw new Error(`the bare server answered ${response.status}`);
       return response.json();
     };
@@ -274,7 +276,7 @@ export async function benchTimeline(): Promise<void> {
     await compareOutputSizes(service, key, { [OUTPUT_BYTES]: uuid, [SMALL_OUTPUT_BYTES]: smallOutputs });
   } finally {
     await pool.end();
-    await floor.stop();
+    await floor?.stop();
     await service.stop();
   }
 }
