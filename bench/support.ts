@@ -74,6 +74,14 @@ function startFlags(): string[] {
   return flags.split(' ').filter(Boolean);
 }
 
+/** Ends a child process with SIGTERM; resolves once it has exited. */
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
 /**
  * The real entry point in its own process, so load and service do not share an
  * event loop: compiled JavaScript under plain node, as `npm start` runs it,
@@ -130,11 +138,7 @@ export async function startService(url: string, options: ServiceOptions = {}): P
       );
       return next;
     },
-    stop: () =>
-      new Promise((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child),
   };
 }
 
@@ -159,11 +163,7 @@ export async function startBareServer(
   });
   return {
     url,
-    stop: () =>
-      new Promise((resolve) => {
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child),
   };
 }
 
