@@ -164,7 +164,6 @@ const callCountColumns = () => ({
   cancelled: bigint('cancelled', { mode: 'number' }).notNull().default(0),
 });
 
-/** What a rollup row counts: calls by outcome and the duration histogram. */
 /**
  * An index of a rollup's fields followed by its counts, so a range of it is
  * summed from the index alone (migrations/0036, 0038).
@@ -174,6 +173,7 @@ const withCounts = (
   ...fields: [AnyPgColumn, ...AnyPgColumn[]]
 ): [AnyPgColumn, ...AnyPgColumn[]] => [...fields, t.ok, t.failed, t.cancelled];
 
+/** What a rollup row counts: calls by outcome and the duration histogram. */
 const outcomeCountColumns = () => ({ ...callCountColumns(), durations: durationsColumn() });
 
 /** The key of the rollups keyed by all four fields, after their time column. */
