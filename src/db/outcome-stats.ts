@@ -1136,23 +1136,46 @@ function countsGroupByGroup(query: StatsQuery, segments: readonly StatsSegment[]
 
 /**
  * How far a walk by count goes past its first batch, in groups wanted
- * (`first + 1`), before the range's groups are ranked whole instead.
+ * (`first + 1`), before the range's groups are ranked whole instead; and the
+ * most groups its first batch holds.
  */
 const COUNT_WALK_LIMIT = 8;
+
+/**
+ * The share of the hours on record that a range spans (0 to 1): were calls
+ * spread evenly over time, a group would hold this share of its calls of all
+ * time in the range.
+ */
+function shareOfRecord(range: StatsRange, recorded: StatsRange | null | undefined): number {
+  if (!recorded) return 1;
+  const spanned = recorded.to.getTime() - recorded.from.getTime();
+  if (spanned <= 0) return 1;
+  const overlap =
+    Math.min(range.to.getTime(), recorded.to.getTime()) -
+    Math.max(range.from.getTime(), recorded.from.getTime());
+  return Math.min(1, Math.max(0, overlap / spanned));
+}
 
 /**
  * A ranking by calls or failures, descending, over a range that no rollup of
  * all time answers (the default 30 days of a longer ledger), when its groups
  * are counted one index range each (`countsGroupByGroup`). No group has more
- * in the range than of all time. So: the first `2 (first + 1)` groups of all
- * time in the ranking's order are counted over the range, and the `first +
- * 1`-th of them gives a bound (never above the true `first + 1`-th of the
- * range); every group that can rank among the first `first + 1` has at least
- * the bound of all time, and those are counted too, then all ranked. All four
- * fields over 30 days on `wide`: 2,633 groups counted of the range's
- * 147,353. With more than `COUNT_WALK_LIMIT` times the groups wanted past the
- * first batch (a bound too low to cut: a short range, a few calls a group)
- * null: the caller ranks the range whole.
+ * in the range than of all time. So: a first batch of groups of all time in
+ * the ranking's order is counted over the range, and the `first + 1`-th of
+ * them gives a bound (never above the true `first + 1`-th of the range);
+ * every group that can rank among the first `first + 1` has at least the
+ * bound of all time, and those past the batch are counted too, then all
+ * ranked. The batch holds the first `2 (first + 1)` groups, and every group
+ * of all time down to the range's share of the hours on record times the
+ * `first + 1`-th of all time (the bound, were calls spread evenly over time;
+ * at most `COUNT_WALK_LIMIT` times the groups wanted): where calls are spread
+ * so, the batch already holds every group the bound asks for, and the
+ * groups of all time and the edges of the range are read once, not twice.
+ * All four fields over 30 days on `wide`: 2,726 groups counted of the
+ * range's 147,353, in one batch. With more than `COUNT_WALK_LIMIT` times the
+ * groups wanted past a first batch of `2 (first + 1)` (a bound too low to
+ * cut: a short range, a few calls a group) null: the caller ranks the range
+ * whole.
  */
 async function groupsWalkedByCount(
   db: Database,
@@ -1171,16 +1194,27 @@ async function groupsWalkedByCount(
     'a',
   );
   const keys = names.map((name) => `${COLUMN_NAMES[name]} as ${name}`).join(', ');
-  const groupsOfAllTime = (atLeast: number, offset: number, limit: number) =>
-    selectRows<Row>(
+  const groupsOfAllTimeSql = (columns: SQL, atLeast: SQL, orderBy: SQL, offset: number, limit: number) =>
+    sql`select ${columns}
+          from (select ${sql.raw(keys)}, ok, failed, cancelled
+                  from ${sql.raw(directory.table)} ${whereAll(directoryFilters(counted, directory))}) as a
+         where a.ok + a.failed + a.cancelled >= ${least} and ${count} >= ${atLeast}
+         order by ${orderBy}
+         offset ${sql.raw(String(offset))} limit ${sql.raw(String(limit))}`;
+  const groupsOfAllTime = (atLeast: SQL, offset: number, limit: number) =>
+    selectRows<Row & { counted: number | string }>(
       db,
-      sql`select ${sql.raw(names.map((name) => `a.${name}`).join(', '))}
-            from (select ${sql.raw(keys)}, ok, failed, cancelled
-                    from ${sql.raw(directory.table)} ${whereAll(directoryFilters(counted, directory))}) as a
-           where a.ok + a.failed + a.cancelled >= ${least} and ${count} >= ${atLeast}
-           order by ${order}
-           offset ${sql.raw(String(offset))} limit ${sql.raw(String(limit))}`,
+      groupsOfAllTimeSql(
+        sql`${sql.raw(names.map((name) => `a.${name}`).join(', '))}, ${count} as counted`,
+        atLeast,
+        order,
+        offset,
+        limit,
+      ),
     );
+  // The count of the n-th group of all time (none: 0), by the same index the batch is read by.
+  const nthOfAllTime = (n: number) =>
+    sql`coalesce((${groupsOfAllTimeSql(count, sql`0`, sql`${count} desc`, n - 1, 1)}), 0)`;
   const countOverRange = (rows: readonly Row[]) =>
     rows.length === 0
       ? Promise.resolve([])
@@ -1190,9 +1224,18 @@ async function groupsWalkedByCount(
           onlyGroups: rows.map((row) => toCell(row, NO_DURATIONS)),
         });
   const firstBatch = 2 * wanted;
-  const leading = await groupsOfAllTime(0, 0, firstBatch);
+  const limit = COUNT_WALK_LIMIT * wanted;
+  const share = shareOfRecord(counted.range, counted.recorded);
+  const batchLimit = Math.max(firstBatch, limit);
+  const leading = await groupsOfAllTime(
+    // Rounded up to a whole count, as the counts are: a bound the index of counts can be read down to.
+    sql`ceil(least(${nthOfAllTime(firstBatch)}, ${share}::float8 * ${nthOfAllTime(wanted)}))::bigint`,
+    0,
+    batchLimit,
+  );
   const leadingCells = await countOverRange(leading);
   const ranked = rankGroups(leadingCells, { ...ranking, first: wanted }).groups;
+  // Fewer than the first batch: every group of all time was counted.
   if (leading.length < firstBatch) return { cells: ranked, more: ranked.length > ranking.first };
   const last = ranked.length === wanted ? ranked[wanted - 1] : undefined;
   const tally = last?.tally;
@@ -1201,9 +1244,14 @@ async function groupsWalkedByCount(
     : ranking.orderBy === 'failed'
       ? tally.failed
       : tally.ok + tally.failed + tally.cancelled;
-  const limit = COUNT_WALK_LIMIT * wanted;
-  const rest = await groupsOfAllTime(bound, firstBatch, limit + 1);
-  if (rest.length > limit) return null;
+  // Every group past the batch has no more of all time than its last (less, when the batch was not
+  // cut short: it holds every group down to a whole count): below the bound, none of them can rank.
+  const lastCount = Number(leading.at(-1)?.counted);
+  if (leading.length < batchLimit ? lastCount <= bound : lastCount < bound)
+    return { cells: ranked, more: ranked.length > ranking.first };
+  const room = firstBatch + limit - leading.length;
+  const rest = await groupsOfAllTime(sql`${bound}`, leading.length, room + 1);
+  if (rest.length > room) return null;
   const found = rankGroups([...leadingCells, ...(await countOverRange(rest))], {
     ...ranking,
     first: wanted,
