@@ -727,6 +727,50 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       }
   });
 
+  it('walks past a first batch that ends one above the bound, to a group of all time exactly at it that ranks first by key', async () => {
+    const db = api.db;
+    const [run] = await db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
+    const range = { from: new Date(from), to: new Date(to) };
+    // With the range at least half the hours on record and one group wanted (first: 1, two read),
+    // the first batch is every group down to the fourth of all time (5 calls): tie_d1 to tie_d3 (6
+    // calls before the range, 4 in it) and tie_d4 (5, all before). The bound is the second in the
+    // range: 4, one under the batch's last. tie_a has 4 calls, all in the range: of all time past
+    // the batch, exactly at the bound; tied in the range, it ranks first by key.
+    await db.execute(
+      sql`insert into run_steps (run_id, sequence, kind, occurred_at, tool_name, server, duration_ms, tool_is_error, tool_outcome)
+          select ${run?.id ?? 0}::bigint, 360000 + g * 100 + n, 'tool',
+                 case when n <= before then ${new Date(BASE + 3_600_000).toISOString()}::timestamptz
+                      else ${new Date(from + 3_600_000).toISOString()}::timestamptz end + n * interval '1 second',
+                 'search', server, 10, false, 'ok'
+            from (values (1, 'tie_d1', 6, 10), (2, 'tie_d2', 6, 10), (3, 'tie_d3', 6, 10), (4, 'tie_d4', 5, 5),
+                         (5, 'tie_a', 0, 4)) as t(g, server, before, calls),
+                 generate_series(1, calls) as n`,
+    );
+    const servers = ['tie_a', 'tie_d1', 'tie_d2', 'tie_d3', 'tie_d4'];
+    const query: StatsQuery = { groupBy: ['owner', 'server'], range, spec: null, now: range.to, servers };
+    const ranking = { orderBy: 'total', descending: true, minCalls: 0, first: 1 } as const;
+    const expected = rankGroups(await outcomeStatsCells(db, { ...query, durations: false }, 'raw'), ranking);
+    expect(expected.groups.map((group) => group.server)).toEqual(['tie_a']);
+    const { recorded } = await callsOnRecord(db);
+    if (!recorded) throw new Error('the suite records calls');
+    const span = (r: { from: Date; to: Date }) => r.to.getTime() - r.from.getTime();
+    expect(span(range) / span(recorded)).toBeGreaterThanOrEqual(0.5);
+    statements.length = 0;
+    const ranked = await groupsRankedByCounts(
+      db,
+      { ...query, recorded, rollupRows: RANGE_READ_ROWS },
+      ranking,
+    );
+    // The walk was taken: a first batch of up to eight times the two groups wanted.
+    expect(
+      statements.some((statement) => /_all_time\b[\s\S]* offset 0 limit 16$/.test(statement.trim())),
+    ).toBe(true);
+    expect([
+      ranked.cells.slice(0, 1).map((cell) => [outcomeGroupKey(cell), cell.tally]),
+      ranked.more,
+    ]).toEqual([expected.groups.map((group) => [outcomeGroupKey(group), group.tally]), expected.cut]);
+  });
+
   it('reads no part of a range outside the hours on record, and counts it the same', async () => {
     const db = api.db;
     const { recorded, rollupRows } = await callsOnRecord(db);
