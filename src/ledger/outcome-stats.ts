@@ -119,7 +119,13 @@ async function groupsInSnapshot(
     const cells = await outcomeStatsCells(db, { ...statsQuery, durations: query.durations });
     return summarise(cells, { ...ranking, spec, range });
   }
-  const { groups, cut } = await rankedGroups(db, statsQuery, ranking);
+  // The first pass counts each group over the whole range, buckets or not: with buckets too, it may
+  // read the range as every call recorded less those outside it.
+  const { groups, cut } = await rankedGroups(
+    db,
+    spec === null ? statsQuery : { ...statsQuery, ...(await callsOnRecord(db)) },
+    ranking,
+  );
   if (groups.length === 0) return { groups: [], truncated: cut };
   // Without time buckets the first pass counted each group over the whole range: its histograms are
   // all that is left to read, if asked for.

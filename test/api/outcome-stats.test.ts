@@ -866,6 +866,53 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     }
   });
 
+  it('ranks the groups of a time series as it ranks them without buckets: the same first pass, statement for statement', async () => {
+    const counts = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bucket: TimeBucket, $orderBy: OutcomeOrder) {
+      toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket, orderBy: $orderBy, first: 2) {
+        groups { server toolName configuration owner bucketStart counts { total } } truncated } }`;
+    const statementsOf = async (variables: Record<string, unknown>) => {
+      statements.length = 0;
+      const result = await api.query<{ toolOutcomeStats: { groups: Group[]; truncated: boolean } }>(
+        counts,
+        variables,
+      );
+      expect(result.errors, JSON.stringify(result.errors)).toBeUndefined();
+      return { page: result.data?.toolOutcomeStats, sent: [...statements] };
+    };
+    for (const groupBy of [
+      ['OWNER', 'SERVER'],
+      ['CONFIGURATION', 'SERVER', 'TOOL'],
+    ])
+      for (const orderBy of [
+        { field: 'TOTAL', direction: 'DESC' },
+        { field: 'FAILED', direction: 'DESC' },
+      ]) {
+        const plain = await statementsOf({ groupBy, filter: range, orderBy });
+        expect(plain.page?.truncated).toBe(true);
+        for (const bucket of ['DAY', 'HOUR']) {
+          const series = await statementsOf({ groupBy, filter: range, orderBy, bucket });
+          // Every statement of the answer without buckets (what is on record, the ranking) comes first,
+          // in order, ahead of the statements that read the buckets of the groups returned.
+          const transaction = (sent: string[]) =>
+            sent
+              .slice(sent.findIndex((statement) => statement.includes("set_config('work_mem'")))
+              .filter((statement) => !/^\s*(begin|savepoint|release|commit|rollback)\b/i.test(statement));
+          expect(transaction(series.sent).slice(0, transaction(plain.sent).length)).toEqual(
+            transaction(plain.sent),
+          );
+          // The same groups, in the same order, each with its buckets.
+          expect(series.page?.truncated).toBe(true);
+          expect([...new Set(series.page?.groups.map(keyOf))]).toEqual(plain.page?.groups.map(keyOf));
+          const totals = new Map<string, number>();
+          for (const g of series.page?.groups ?? [])
+            totals.set(keyOf(g), (totals.get(keyOf(g)) ?? 0) + g.counts.total);
+          expect(plain.page?.groups.map((g) => totals.get(keyOf(g)))).toEqual(
+            plain.page?.groups.map((g) => g.counts.total),
+          );
+        }
+      }
+  });
+
   it('reads durations only for the groups it returns: a cut answer equals the same groups of the whole one', async () => {
     // Failed tool calls with no server, more than any group has: their group's server is null, stored as an empty name.
     const [run] = await api.db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
