@@ -77,11 +77,6 @@ function cellOf<Histogram extends readonly number[]>(
   };
 }
 
-/** An empty bucket of a group: its row says zero calls. */
-function emptyCell(from: StatsCell, bucket: number | null): StatsCell {
-  return cellOf(from, bucket, NO_OUTCOMES, new Array<number>(DURATION_BUCKETS).fill(0));
-}
-
 /** The histogram of a cell whose durations are not summed: never added into (see addInto); frozen, so a write throws. */
 const UNSUMMED = Object.freeze([]) as unknown as number[];
 
@@ -140,6 +135,26 @@ function toGroup(cell: StatsCell, start: IsoInstant | null): OutcomeGroup {
     counts: outcomeCounts(cell.tally),
     p50DurationMs: percentiles[0] ?? null,
     p95DurationMs: percentiles[1] ?? null,
+  };
+}
+
+/** The counts of every empty bucket's row: one object, never changed. */
+const NO_CALL_COUNTS: OutcomeCounts = Object.freeze(outcomeCounts(NO_OUTCOMES));
+
+/**
+ * The row of a group's empty bucket: zero calls, no durations. Nothing is
+ * summed for it: an hourly series of 500 groups has tens of thousands.
+ */
+function emptyBucketGroup(key: OutcomeGroupKey, start: IsoInstant): OutcomeGroup {
+  return {
+    server: key.server,
+    toolName: key.toolName,
+    configuration: key.configuration,
+    owner: key.owner,
+    bucketStart: start,
+    counts: NO_CALL_COUNTS,
+    p50DurationMs: null,
+    p95DurationMs: null,
   };
 }
 
@@ -250,9 +265,10 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
     start: isoInstant(bucketStart(spec, bucket)),
   }));
   const groups = ordered.flatMap((group) =>
-    buckets.map(({ bucket, start }) =>
-      toGroup(group.byBucket?.get(bucket)?.cell ?? emptyCell(group.cell, bucket), start),
-    ),
+    buckets.map(({ bucket, start }) => {
+      const cell = group.byBucket?.get(bucket)?.cell;
+      return cell ? toGroup(cell, start) : emptyBucketGroup(group.cell, start);
+    }),
   );
   return { groups, truncated: cut };
 }
