@@ -945,7 +945,12 @@ export async function groupsRankedByCounts(
     return rollup?.grain === 'all' && rollup.dimensions.length === names.length;
   });
   const directory = groupDirectory(names);
-  if (!whole && directory) {
+  // A walk reads the directory's groups in order: filtered by a field it is not keyed by (the owner,
+  // for an actor who sees its own runs), most of them are someone else's, and it reads batch after
+  // batch. The busiest owner of `wide` by configuration x server x tool over 30 days: by key 285 ms
+  // walked, 72 summed; by calls 173 walked, 104 summed.
+  const walkable = filteredBy(counted).every((field) => directory?.dimensions.includes(field));
+  if (!whole && directory && walkable) {
     if (ranking.orderBy === 'key') return groupsWalkedByKey(db, counted, names, ranking, directory);
     if (walksByCount(counted, segments, ranking, directory)) {
       const walked = await groupsWalkedByCount(db, counted, names, ranking, directory);

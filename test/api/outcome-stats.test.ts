@@ -638,6 +638,40 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     }
   });
 
+  it('walks no groups of all time that a filter on a field they are not keyed by would leave out: an actor who sees its own runs ranks its range whole', async () => {
+    const db = api.db;
+    const range = { from: new Date(from), to: new Date(to) };
+    const { recorded } = await callsOnRecord(db);
+    // configuration x server x tool: its groups of all time hold every owner's calls, alice's among them.
+    const groupBy: OutcomeDimension[] = ['configuration', 'server', 'tool'];
+    const directory = /\btool_outcome_configuration_server_tool_all_time\b/;
+    for (const orderBy of ['key', 'total', 'failed'] as const)
+      for (const owners of [null, ['alice']]) {
+        const query: StatsQuery = { groupBy, range, spec: null, now: range.to, owners };
+        const ranking = { orderBy, descending: orderBy !== 'key', minCalls: 0, first: 1 };
+        const expected = rankGroups(
+          await outcomeStatsCells(db, { ...query, durations: false }, 'raw'),
+          ranking,
+        );
+        statements.length = 0;
+        const ranked = await groupsRankedByCounts(
+          db,
+          { ...query, recorded, rollupRows: RANGE_READ_ROWS },
+          ranking,
+        );
+        // Every owner's groups are walked; alice's range is summed from the rollups keyed by owner.
+        expect([orderBy, owners, statements.some((statement) => directory.test(statement))]).toEqual([
+          orderBy,
+          owners,
+          owners === null,
+        ]);
+        expect([
+          ranked.cells.slice(0, 1).map((cell) => [outcomeGroupKey(cell), cell.tally]),
+          ranked.more,
+        ]).toEqual([expected.groups.map((group) => [outcomeGroupKey(group), group.tally]), expected.cut]);
+      }
+  });
+
   it('ranks by calls and failures over a range by walking the groups of all time down to a bound, past the groups that lead all time', async () => {
     const db = api.db;
     const [run] = await db.select().from(runs).where(eq(runs.owner, 'alice')).limit(1);
