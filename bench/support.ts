@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
@@ -74,6 +75,26 @@ function startFlags(): string[] {
   return flags.split(' ').filter(Boolean);
 }
 
+/**
+ * The services and bare servers still running. A benchmark stopped by a signal
+ * (Ctrl-C, a timeout) ends them before it exits, rather than leaving them
+ * running on their databases.
+ */
+const running = new Set<ChildProcess>();
+
+function tracked(child: ChildProcess): ChildProcess {
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const child of running) child.kill('SIGTERM');
+    process.exit(128 + constants.signals[signal]);
+  });
+}
+
 /** Ends a child process with SIGTERM; resolves once it has exited. */
 function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
@@ -95,14 +116,16 @@ export async function startService(url: string, options: ServiceOptions = {}): P
   });
   if (build.status !== 0) throw new Error('the build failed');
   const probe = fileURLToPath(new URL('./memory-probe.mjs', import.meta.url));
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...startFlags(), ...(options.nodeArgs ?? []), '--import', probe, 'dist/src/main.js'],
-    {
-      cwd: root,
-      env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...options.env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
+  const child: ChildProcess = tracked(
+    spawn(
+      process.execPath,
+      [...startFlags(), ...(options.nodeArgs ?? []), '--import', probe, 'dist/src/main.js'],
+      {
+        cwd: root,
+        env: { ...process.env, DATABASE_URL: url, PORT: '0', NODE_ENV: 'production', ...options.env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    ),
   );
   const samples: Array<(sample: MemorySample) => void> = [];
   let asked = Promise.resolve();
@@ -147,11 +170,13 @@ export async function startBareServer(
   script: string,
   env: Record<string, string>,
 ): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...startFlags(), fileURLToPath(new URL(script, import.meta.url))], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = tracked(
+    spawn(process.execPath, [...startFlags(), fileURLToPath(new URL(script, import.meta.url))], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    }),
+  );
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout?.on('data', (chunk) => {
