@@ -11,13 +11,18 @@ export interface OutcomeCounts {
 
 export type OutcomeTally = Readonly<Record<ToolOutcome, number>>;
 
+/** Every call of a tally, whatever its outcome. */
+export function totalCalls(tally: OutcomeTally): number {
+  return tally.ok + tally.failed + tally.cancelled;
+}
+
 export function outcomeCounts(tally: OutcomeTally): OutcomeCounts {
   const answered = tally.ok + tally.failed;
   return {
     ok: tally.ok,
     failed: tally.failed,
     cancelled: tally.cancelled,
-    total: tally.ok + tally.failed + tally.cancelled,
+    total: totalCalls(tally),
     failureRate: answered === 0 ? null : tally.failed / answered,
   };
 }

@@ -1,7 +1,13 @@
 import { type IsoInstant, isoInstant } from './date-time.ts';
 import { DURATION_BUCKETS, histogramQuantiles } from './duration-histogram.ts';
 import { compareNames } from './name-order.ts';
-import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally, outcomeCounts } from './outcome-counts.ts';
+import {
+  NO_OUTCOMES,
+  type OutcomeCounts,
+  type OutcomeTally,
+  outcomeCounts,
+  totalCalls,
+} from './outcome-counts.ts';
 import { type BucketSpec, bucketIndices, bucketStart, type StatsRange } from './time-buckets.ts';
 
 export const OUTCOME_DIMENSIONS = ['server', 'tool', 'configuration', 'owner'] as const;
@@ -41,6 +47,8 @@ export interface SummaryOptions {
   descending: boolean;
   minCalls: number;
   first: number;
+  /** With a time bucket: whether a bucket without calls is a row, at zero (the default), or left out. */
+  emptyBuckets?: boolean;
 }
 
 /** A cell whose histogram is its own to add into: a copy, as the cells read are shared and never changed. */
@@ -252,7 +260,8 @@ export interface OutcomeStatsPage {
 
 /**
  * Groups from the cells: merged by key, ordered, cut to `first`, and, with a
- * time bucket, one row per bucket of the range, empty buckets included.
+ * time bucket, one row per bucket of the range, empty buckets included unless
+ * `emptyBuckets` is false.
  */
 export function summarise(cells: readonly StatsCell[], options: SummaryOptions): OutcomeStatsPage {
   // With time buckets a group's rows are its buckets: its whole histogram is never read, only its counts.
@@ -264,11 +273,13 @@ export function summarise(cells: readonly StatsCell[], options: SummaryOptions):
     bucket,
     start: isoInstant(bucketStart(spec, bucket)),
   }));
-  const groups = ordered.flatMap((group) =>
-    buckets.map(({ bucket, start }) => {
+  const emptyBuckets = options.emptyBuckets ?? true;
+  const groups: OutcomeGroup[] = [];
+  for (const group of ordered)
+    for (const { bucket, start } of buckets) {
       const cell = group.byBucket?.get(bucket)?.cell;
-      return cell ? toGroup(cell, start) : emptyBucketGroup(group.cell, start);
-    }),
-  );
+      if (cell && (emptyBuckets || totalCalls(cell.tally) > 0)) groups.push(toGroup(cell, start));
+      else if (emptyBuckets) groups.push(emptyBucketGroup(group.cell, start));
+    }
   return { groups, truncated: cut };
 }

@@ -49,6 +49,8 @@ export interface OutcomeStatsRequest {
   filter?: ToolStepFilter | null;
   bucket?: TimeBucket | null;
   utcOffsetMinutes: number;
+  /** With a bucket: false leaves out the rows of buckets without calls. Default true. */
+  emptyBuckets?: boolean | null;
   orderBy?: { field: OutcomeOrderField; direction: OrderDirection } | null;
   minCalls: number;
   first: number;
@@ -65,6 +67,7 @@ interface Pipeline {
   descending: boolean;
   minCalls: number;
   first: number;
+  emptyBuckets: boolean;
   durations: boolean;
   /** The instant the request is answered at. */
   now: Date;
@@ -117,6 +120,7 @@ async function groupsInSnapshot(
     descending: query.descending,
     minCalls: query.minCalls,
     first: query.first,
+    emptyBuckets: query.emptyBuckets,
   };
   if (statsQuery.groupBy.length === 0 || (statsQuery.groupBy.length === 1 && spec === null)) {
     const cells = await outcomeStatsCells(db, { ...statsQuery, durations: query.durations });
@@ -198,6 +202,7 @@ function outcomeGroupsOf(scope: Scope, request: OutcomeStatsRequest, now: Date) 
     descending: (request.orderBy?.direction ?? 'asc') === 'desc',
     first: request.first,
     minCalls: checkInteger(request.minCalls, 'minCalls', 0, Number.MAX_SAFE_INTEGER),
+    emptyBuckets: request.emptyBuckets ?? true,
     durations: request.durations,
     now,
   });
@@ -218,6 +223,7 @@ export async function serverOutcomeCounts(
     descending: false,
     minCalls: 0,
     first: servers.length,
+    emptyBuckets: true,
     durations: false,
     now,
   });

@@ -159,9 +159,9 @@ function expectClose(actual: number | null, exact: number) {
 }
 
 const STATS = `query ($groupBy: [OutcomeGroupBy!]!, $filter: ToolStepFilter, $bucket: TimeBucket, $offset: Int! = 0,
-  $orderBy: OutcomeOrder, $minCalls: Int! = 1, $first: Int! = 100) {
+  $orderBy: OutcomeOrder, $minCalls: Int! = 1, $first: Int! = 100, $emptyBuckets: Boolean! = true) {
   toolOutcomeStats(groupBy: $groupBy, filter: $filter, bucket: $bucket, utcOffsetMinutes: $offset,
-    orderBy: $orderBy, minCalls: $minCalls, first: $first) {
+    orderBy: $orderBy, minCalls: $minCalls, first: $first, emptyBuckets: $emptyBuckets) {
     groups {
       server toolName configuration owner bucketStart
       counts { ok failed cancelled total failureRate }
@@ -333,6 +333,34 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       expect(group.counts.failed).toBe(tally?.failed ?? 0);
       if (!tally) expect(group).toMatchObject({ p50DurationMs: null, counts: { failureRate: null } });
     }
+  });
+
+  it('leaves out the empty buckets when asked, every other row as it is with them', async () => {
+    const requests = [
+      // One field: the groups read whole; two: ranked first, a cut leaving groups out; every bucket.
+      { groupBy: ['TOOL'], filter: { ...range, servers: ['github'] }, bucket: 'DAY' },
+      { groupBy: ['OWNER', 'SERVER'], filter: range, bucket: 'HOUR', first: 3 },
+      {
+        groupBy: ['SERVER', 'TOOL'],
+        filter: range,
+        bucket: 'DAY',
+        orderBy: { field: 'FAILED', direction: 'DESC' },
+      },
+      { groupBy: [], filter: { ...range, outcomes: ['CANCELLED'] }, bucket: 'HOUR' },
+    ];
+    for (const request of requests) {
+      const dense = await statsPage(request);
+      const sparse = await statsPage({ ...request, emptyBuckets: false });
+      // Some rows left out, so the case proves something; the same groups, cut the same way.
+      expect(
+        dense.groups.some((g) => g.counts.total === 0),
+        JSON.stringify(request),
+      ).toBe(true);
+      expect(sparse).toEqual({ ...dense, groups: dense.groups.filter((g) => g.counts.total > 0) });
+    }
+    // Without a bucket there is no empty bucket to leave out.
+    const whole = { groupBy: ['SERVER'], filter: range, minCalls: 0 };
+    expect(await statsPage({ ...whole, emptyBuckets: false })).toEqual(await statsPage(whole));
   });
 
   it('aligns buckets at a UTC offset, and weeks on Monday', async () => {

@@ -101,6 +101,12 @@ builder.queryFields((t) => ({
         description: 'Where buckets start, e.g. 60 for UTC+01:00.',
       }),
       orderBy: t.arg({ type: OutcomeOrder }),
+      emptyBuckets: t.arg.boolean({
+        defaultValue: true,
+        required: true,
+        description:
+          'With a bucket: false leaves out the rows of buckets without calls (a sparse series: the rows of a group stay together, in time order; a missing bucket had no calls). Without a bucket it changes nothing.',
+      }),
       minCalls: t.arg.int({
         defaultValue: 1,
         required: true,
