@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm';
-import { DURATION_BUCKETS } from '../domain/duration-histogram.ts';
+import { DURATION_BUCKETS, NO_DURATIONS } from '../domain/duration-histogram.ts';
 import {
   movedParts,
   OUTCOME_ROLLUPS,
@@ -746,12 +746,6 @@ async function movedCells(
   const durations = await durationRows(db, rollup.durationsTable, keys, conditions);
   return [...cells, ...durationCells(durations).flatMap(({ cell, row }) => moved(cell, row))];
 }
-
-/**
- * The histogram of every cell read without durations: one array for all (thousands of cells in a
- * ranking by counts), frozen, as no cell read is ever added into.
- */
-const NO_DURATIONS: readonly number[] = Object.freeze(new Array<number>(DURATION_BUCKETS).fill(0));
 
 /** A row's histogram as numbers: JSON gives them as they are; none when durations were not read. */
 function histogramOf(counts: Row['histogram']): readonly number[] {

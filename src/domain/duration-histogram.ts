@@ -18,6 +18,14 @@ export const DURATION_THRESHOLDS_MS: readonly number[] = Object.freeze([
 
 export const DURATION_BUCKETS = DURATION_THRESHOLDS_MS.length + 1;
 
+/**
+ * The histogram of every cell read without durations: one array for all
+ * (thousands of cells in a ranking by counts), frozen, as no cell read is
+ * ever added into. Adding it to another changes nothing, so a sum with it
+ * may share the other's histogram.
+ */
+export const NO_DURATIONS: readonly number[] = Object.freeze(new Array<number>(DURATION_BUCKETS).fill(0));
+
 /** The bucket of a duration, as SQL's width_bucket computes it. */
 export function durationBucket(durationMs: number): number {
   let low = 0;

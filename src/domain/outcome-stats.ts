@@ -1,5 +1,5 @@
 import { type IsoInstant, isoInstant } from './date-time.ts';
-import { DURATION_BUCKETS, histogramQuantiles } from './duration-histogram.ts';
+import { DURATION_BUCKETS, histogramQuantiles, NO_DURATIONS } from './duration-histogram.ts';
 import { compareNames } from './name-order.ts';
 import {
   NO_OUTCOMES,
@@ -104,12 +104,12 @@ function ownHistogram(from: readonly number[]): number[] {
   return own;
 }
 
+function addedTallies(a: OutcomeTally, b: OutcomeTally): OutcomeTally {
+  return { ok: a.ok + b.ok, failed: a.failed + b.failed, cancelled: a.cancelled + b.cancelled };
+}
+
 function addInto(target: OwnCell, source: StatsCell, histogram: boolean): void {
-  target.tally = {
-    ok: target.tally.ok + source.tally.ok,
-    failed: target.tally.failed + source.tally.failed,
-    cancelled: target.tally.cancelled + source.tally.cancelled,
-  };
+  target.tally = addedTallies(target.tally, source.tally);
   if (!histogram) return;
   const into = target.histogram;
   const from = source.histogram;
@@ -200,7 +200,12 @@ function accumulate(
       const slot = group.byBucket.get(cell.bucket);
       if (!slot) group.byBucket.set(cell.bucket, { cell, own: false });
       else if (slot.own) addInto(slot.cell, cell, true);
-      else {
+      else if (slot.cell.histogram === NO_DURATIONS || cell.histogram === NO_DURATIONS) {
+        // A bucket's counts and its durations, read apart: the sum's histogram is the one read, shared.
+        const histogram = slot.cell.histogram === NO_DURATIONS ? cell.histogram : slot.cell.histogram;
+        const sum = cellOf(slot.cell, cell.bucket, addedTallies(slot.cell.tally, cell.tally), histogram);
+        group.byBucket.set(cell.bucket, { cell: sum, own: false });
+      } else {
         const own = copyOf(slot.cell, cell.bucket, true);
         addInto(own, cell, true);
         group.byBucket.set(cell.bucket, { cell: own, own: true });
