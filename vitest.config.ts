@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 // One copy of graphql for the whole run: graphql 16 refuses types from "another realm".
@@ -13,5 +14,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // A file per core, not Vitest's default of one less: most of a test's time is spent waiting on
+    // PostgreSQL, a service it started or a browser, and on 2 cores the default runs one file at a time.
+    maxWorkers: os.availableParallelism(),
   },
 });
