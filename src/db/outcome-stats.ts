@@ -324,30 +324,41 @@ const ROLLUPS = new Map<RollupName, Rollup>(
   ]),
 );
 
+/** A column of a statement's rows: its expression, and the name it is selected as. */
+interface NamedColumn {
+  name: string;
+  value: SQL;
+}
+
+const aliased = ({ name, value }: NamedColumn): SQL => sql`${value} as ${sql.raw(name)}`;
+
 /** The grouped fields of a rollup's rows, in the order of the group by (time bucket not included). */
-function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
+function keyFields(rollup: Rollup, query: StatsQuery): NamedColumn[] {
   const missing = [...query.groupBy, ...filteredBy(query)].find(
     (field) => !rollup.dimensions.includes(field),
   );
   if (missing) throw new Error(`${rollup.table} has no ${missing}`);
-  return keyNames(query).map((field) => sql`${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`);
+  return ROW_FIELDS.filter((field) => query.groupBy.includes(field)).map((field) => ({
+    name: field,
+    value: ROLLUP_COLUMNS[field],
+  }));
 }
 
-/** The names of keyColumns, in their order. */
-function keyNames(query: StatsQuery): OutcomeDimension[] {
-  return ROW_FIELDS.filter((field) => query.groupBy.includes(field));
+/** keyFields, each selected as its name. */
+function keyColumns(rollup: Rollup, query: StatsQuery): SQL[] {
+  return keyFields(rollup, query).map(aliased);
 }
 
 /** What a rollup's rows are summed by: the grouped fields, then the time bucket if the query has buckets. */
-function groupColumns(rollup: Rollup, query: StatsQuery): SQL[] {
-  const keys = keyColumns(rollup, query);
-  if (query.spec) keys.push(sql`${bucketSql(query.spec, epochMsOf(rollup))} as bucket`);
+function groupFields(rollup: Rollup, query: StatsQuery): NamedColumn[] {
+  const keys = keyFields(rollup, query);
+  if (query.spec) keys.push({ name: 'bucket', value: bucketSql(query.spec, epochMsOf(rollup)) });
   return keys;
 }
 
-/** The names of groupColumns, in their order. */
-function groupColumnNames(query: StatsQuery): string[] {
-  return [...keyNames(query), ...(query.spec ? ['bucket'] : [])];
+/** groupFields, each selected as its name. */
+function groupColumns(rollup: Rollup, query: StatsQuery): SQL[] {
+  return groupFields(rollup, query).map(aliased);
 }
 
 /** A rollup's rows of whole units [from, to) that the query's filters keep (and its `onlyGroups`, unless not). */
@@ -581,8 +592,7 @@ async function rollupCells(
     const durations = await durationRows(
       db,
       rollup.durationsTable,
-      groupColumns(rollup, query),
-      groupColumnNames(query),
+      groupFields(rollup, query),
       rollupConditions(rollup, query, from, to),
     );
     return [...counts, ...durationCells(durations).map(({ cell }) => cell)];
@@ -617,8 +627,8 @@ type DurationRow = Row & { calls_by_bucket: Record<string, number>; moved_from?:
 
 /**
  * The calls of a durations table's rows that the conditions keep, per key (its
- * expressions, named `names` in their order: the fields, `bucket`, ...) and
- * duration bucket, then aggregated into one row a key: a key's histogram as
+ * fields, `bucket`, ..., each selected as its name) and duration bucket, then
+ * aggregated into one row a key: a key's histogram as
  * one row of JSON, not a row for each of its duration buckets (a daily series
  * of 500 groups over 30 days is 15,500 rows, not hundreds of thousands that
  * the service parsed, keyed and summed one by one).
@@ -626,17 +636,15 @@ type DurationRow = Row & { calls_by_bucket: Record<string, number>; moved_from?:
 function durationRows(
   db: Database,
   table: string,
-  keys: readonly SQL[],
-  names: readonly string[],
+  keys: readonly NamedColumn[],
   conditions: SQL[],
 ): Promise<DurationRow[]> {
-  if (keys.length !== names.length) throw new Error('a name for each key');
   return selectRows<DurationRow>(
     db,
     sql`
-    select ${sql.join([...names.map((name) => sql.raw(name)), sql``], sql`, `)}
+    select ${sql.join([...keys.map(({ name }) => sql.raw(name)), sql``], sql`, `)}
            json_object_agg(duration_bucket, calls) as calls_by_bucket
-      from (select ${sql.join([...keys, sql``], sql`, `)} duration_bucket, ${countSum(sql`calls`)} as calls
+      from (select ${sql.join([...keys.map(aliased), sql``], sql`, `)} duration_bucket, ${countSum(sql`calls`)} as calls
               from ${sql.raw(table)}
              ${whereAll(conditions)}
              ${groupByFirst(keys.length + 1)}
@@ -716,11 +724,12 @@ async function movedCells(
   if (!spec) throw new Error('rows are moved between buckets only');
   const parts = movedParts({ from, to }, grain, spec);
   if (parts.length === 0) return [];
-  const keys = [
-    ...keyColumns(rollup, query),
-    sql`${bucketSql(spec, epochMsOf(rollup))} as bucket`,
-    sql`${bucketSql(spec, unitStartSql(epochMsOf(rollup), grain))} as moved_from`,
+  const fields = [
+    ...keyFields(rollup, query),
+    { name: 'bucket', value: bucketSql(spec, epochMsOf(rollup)) },
+    { name: 'moved_from', value: bucketSql(spec, unitStartSql(epochMsOf(rollup), grain)) },
   ];
+  const keys = fields.map(aliased);
   // Only the rows of the parts, each part a range of the rollup's index on time.
   const inParts = sql`(${sql.join(
     parts.map((part) => sql`(${rollup.since(part.from)} and ${rollup.until(part.to)})`),
@@ -745,13 +754,7 @@ async function movedCells(
   const rows = await selectRows<Row & { moved_from: string | number }>(db, statement);
   const cells = rows.flatMap((row) => moved(toCell(row, histogramOf(row.histogram)), row));
   if (!rollup.durationsTable || !withDurations) return cells;
-  const durations = await durationRows(
-    db,
-    rollup.durationsTable,
-    keys,
-    [...keyNames(query), 'bucket', 'moved_from'],
-    conditions,
-  );
+  const durations = await durationRows(db, rollup.durationsTable, fields, conditions);
   return [...cells, ...durationCells(durations).flatMap(({ cell, row }) => moved(cell, row))];
 }
 
