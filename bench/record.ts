@@ -19,8 +19,11 @@ import {
  * process, compiled, as `npm start` runs it) against plain `pg` inserts of the
  * same rows into the same table (triggers included), in the same run: one
  * step, 10 and 100 steps per request, over 1, 8 and 32 connections. The ratio
- * is what the service costs on top of the database. Then the service's memory
- * at rest and under this load, on PostgreSQL and on the embedded database.
+ * is what the service costs on top of the database. Then what the rollups
+ * cost a write: the same plain inserts with the trigger that keeps every
+ * rollup (`run_steps_follow_insert`) disabled, against the same with it. Then
+ * the service's memory at rest and under this load, on PostgreSQL and on the
+ * embedded database.
  *
  * BENCH_STEPS: steps per measurement (default 3,000; requests = steps / size,
  * at least 4 per connection). BENCH_SIZES and BENCH_CONNECTIONS (comma-separated)
@@ -84,6 +87,23 @@ const PLAIN_MANY = generatedSteps("'tool_' || (g % 20)");
  * rows that exist. The write path's worst case for the rollups.
  */
 const PLAIN_NEW_KEYS = generatedSteps("'new_' || $1::bigint || '_' || ($2 + g)");
+
+/** The trigger that adds every inserted tool call to the rollups (migration 0005 and later), in the same transaction. */
+const ROLLUP_TRIGGER = 'run_steps_follow_insert';
+
+/**
+ * Runs `work` with the rollups' trigger disabled, for every session, and
+ * enables it again whatever happens: the rollups of this throwaway database
+ * then lack those calls, which nothing in this benchmark reads.
+ */
+async function withoutRollups<T>(pool: pg.Pool, work: () => Promise<T>): Promise<T> {
+  await pool.query(`ALTER TABLE run_steps DISABLE TRIGGER ${ROLLUP_TRIGGER}`);
+  try {
+    return await work();
+  } finally {
+    await pool.query(`ALTER TABLE run_steps ENABLE TRIGGER ${ROLLUP_TRIGGER}`);
+  }
+}
 
 /** Runs `total` tasks over `concurrency` workers; seconds elapsed and each task's latency in ms. */
 async function timedWithLatency(
@@ -183,6 +203,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
   const maxConnections = Math.max(...CONNECTIONS);
   const pool = new pg.Pool({ connectionString: url, max: maxConnections });
   const rows: Array<Record<string, string | number>> = [];
+  const rollupCost: Array<Record<string, string | number>> = [];
   try {
     await new Promise((resolve) => setTimeout(resolve, 500));
     memory.push(memoryRow('PostgreSQL', 'at rest', await service.memory()));
@@ -263,8 +284,21 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             size > 1
               ? await timedWithLatency(requests, connections, plain(size, connections, 'new keys'))
               : undefined;
+          const bare = await withoutRollups(pool, () =>
+            timedWithLatency(requests, connections, plain(size, connections)),
+          );
           const apiRate = perSecond(requests * size, api.seconds);
           const pgRate = perSecond(requests * size, direct.seconds);
+          const bareRate = perSecond(requests * size, bare.seconds);
+          rollupCost.push({
+            'steps/request': size,
+            connections,
+            'pg steps/s, with the rollups': pgRate,
+            'pg steps/s, without': bareRate,
+            'with / without': Number((pgRate / bareRate).toFixed(2)),
+            'pg p50 ms, with': ms(quantile(direct.latencies, 0.5)),
+            'pg p50 ms, without': ms(quantile(bare.latencies, 0.5)),
+          });
           rows.push({
             'steps/request': size,
             connections,
@@ -285,6 +319,10 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
     });
     memory.push(memoryRow('PostgreSQL', 'peak under the load above', peak));
     table(rows);
+    console.log(
+      `\n what the rollups cost a write: the plain inserts above with the rollups' trigger, and without (${ROLLUP_TRIGGER} disabled):`,
+    );
+    table(rollupCost);
   } finally {
     await pool.end();
     await service.stop();
