@@ -284,20 +284,20 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             size > 1
               ? await timedWithLatency(requests, connections, plain(size, connections, 'new keys'))
               : undefined;
-          const bare = await withoutRollups(pool, () =>
+          const noRollups = await withoutRollups(pool, () =>
             timedWithLatency(requests, connections, plain(size, connections)),
           );
           const apiRate = perSecond(requests * size, api.seconds);
           const pgRate = perSecond(requests * size, direct.seconds);
-          const bareRate = perSecond(requests * size, bare.seconds);
+          const noRollupsRate = perSecond(requests * size, noRollups.seconds);
           rollupCost.push({
             'steps/request': size,
             connections,
             'pg steps/s, with the rollups': pgRate,
-            'pg steps/s, without': bareRate,
-            'with / without': Number((pgRate / bareRate).toFixed(2)),
+            'pg steps/s, without': noRollupsRate,
+            'with / without': Number((pgRate / noRollupsRate).toFixed(2)),
             'pg p50 ms, with': ms(quantile(direct.latencies, 0.5)),
-            'pg p50 ms, without': ms(quantile(bare.latencies, 0.5)),
+            'pg p50 ms, without': ms(quantile(noRollups.latencies, 0.5)),
           });
           rows.push({
             'steps/request': size,
