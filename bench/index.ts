@@ -4,6 +4,7 @@ import { benchOtlp } from './otlp.ts';
 import { benchRecording } from './record.ts';
 import { benchStart } from './start.ts';
 import { benchStats } from './stats.ts';
+import { dropCreatedDatabases } from './support.ts';
 import { benchTimeline } from './timeline.ts';
 
 // npm run bench [-- record | stats | start | otlp | mcp | live | timeline]: every benchmark, or the ones named.
@@ -23,6 +24,10 @@ if (unknown.length > 0) {
   console.error(`unknown benchmark ${unknown.join(', ')}; known: ${Object.keys(benchmarks).join(', ')}`);
   process.exit(2);
 }
-for (const name of wanted.length > 0 ? wanted : Object.keys(benchmarks)) {
-  await benchmarks[name]?.();
+try {
+  for (const name of wanted.length > 0 ? wanted : Object.keys(benchmarks)) {
+    await benchmarks[name]?.();
+  }
+} finally {
+  await dropCreatedDatabases();
 }

@@ -542,7 +542,9 @@ async function reusedDataSet(shape: Shape): Promise<{ url: string; end: Date } |
 
 async function benchShape(shape: Shape): Promise<void> {
   const reused = await reusedDataSet(shape);
-  const url = reused?.url ?? (await freshDatabase(`runledger_bench_stats_${shape.name}`));
+  const url =
+    reused?.url ??
+    (await freshDatabase(`runledger_bench_stats_${shape.name}`, { keep: process.env.BENCH_REUSE === '1' }));
   const end = reused?.end ?? new Date();
   console.log(
     `\n### shape ${shape.name}: ${STEPS.toLocaleString('en')} tool steps over ${DAYS} days, ${shape.owners} owners (skew ${shape.skew}) using ${shape.configurationsPerOwner} of ${shape.configurations} configurations each, ${shape.servers} servers x ${shape.toolsPerServer} tools, ${shape.legacy * 100}% legacy rows, ${shape.toolShare * 100}% of steps are tool calls`,

@@ -18,20 +18,51 @@ export function databaseUrl(name: string): string {
   return url.toString();
 }
 
-/** A fresh database for one benchmark, dropped first if a previous run left it. */
-export async function freshDatabase(base: string): Promise<string> {
-  // BENCH_DB_SUFFIX keeps two benchmarks on one server out of each other's databases.
-  const name = `${base}${process.env.BENCH_DB_SUFFIX ?? ''}`;
+/** A client of the server's maintenance database, for creating and dropping the benchmarks' own. */
+async function adminClient(): Promise<pg.Client> {
   const admin = new pg.Client({ connectionString: serverUrl });
   try {
     await admin.connect();
   } catch (error) {
     throw new Error(`the benchmarks need PostgreSQL at ${serverUrl} (set DATABASE_URL): ${String(error)}`);
   }
-  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
+  return admin;
+}
+
+/** The databases this run created and drops when it ends (`dropCreatedDatabases`). */
+const created = new Set<string>();
+
+/**
+ * A fresh database for one benchmark, dropped first if a previous run left it
+ * (one stopped by a signal leaves its own). Dropped when the run ends, unless
+ * `keep`: a data set the next run may reuse (BENCH_REUSE=1).
+ */
+export async function freshDatabase(base: string, options: { keep?: boolean } = {}): Promise<string> {
+  // BENCH_DB_SUFFIX keeps two benchmarks on one server out of each other's databases.
+  const name = `${base}${process.env.BENCH_DB_SUFFIX ?? ''}`;
+  const admin = await adminClient();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  if (!options.keep) created.add(name);
   return databaseUrl(name);
+}
+
+/** Drops every database this run created and did not keep: a 1,000,000-step data set is gigabytes. */
+export async function dropCreatedDatabases(): Promise<void> {
+  if (created.size === 0) return;
+  const admin = await adminClient();
+  try {
+    for (const name of created) {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      created.delete(name);
+    }
+  } finally {
+    await admin.end();
+  }
 }
 
 export interface Service {
