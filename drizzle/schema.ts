@@ -607,6 +607,21 @@ const failureOrderIndexes = (
   index(`${table}_failures_idx`).using('btree', sql`(${t.failed}::float8) desc`, ...keys.map(byCodePoint)),
 ];
 
+/**
+ * Tool calls written and not folded into the rollups yet, signed, per hour,
+ * key and duration bucket: each statement on run_steps appends its own
+ * (migrations/0039), and the folder moves them into every rollup.
+ */
+export const toolCallChanges = pgTable('tool_call_changes', {
+  id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+  hour: timestamp('hour', { withTimezone: true }).notNull(),
+  ...everyKeyColumns(),
+  b: smallint('b').notNull(),
+  ok: bigint('ok', { mode: 'number' }).notNull(),
+  failed: bigint('failed', { mode: 'number' }).notNull(),
+  cancelled: bigint('cancelled', { mode: 'number' }).notNull(),
+});
+
 /** Tool calls of all time by server, tool, owner and configuration: their counts (migrations/0027). */
 export const toolOutcomeAllTime = pgTable(
   'tool_outcome_all_time',

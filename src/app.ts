@@ -6,6 +6,7 @@ import { migrate } from './db/migrator.ts';
 import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
 import { RunEvents } from './ledger/run-events.ts';
+import { StatsFolder } from './ledger/stats-folder.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { mcpSettingsFromEnv } from './mcp/settings.ts';
@@ -43,6 +44,9 @@ export async function openApp(): Promise<App> {
     console.log(`no API keys yet: created one for actor "admin" with every permission.`);
     console.log(`administrator key (shown once, store it now): ${key}`);
   }
+  // The statistics follow the writes: this instance folds whenever no other holds the fold's lock.
+  const folder = new StatsFolder(handle.db, { log: (line) => console.log(`statistics: ${line}`) });
+  folder.start();
   // One session per MCP server for the whole process, opened on first use.
   const sessions = new McpSessions(new McpPolicy(mcpSettingsFromEnv()));
   // Several instances on one PostgreSQL hear each other through it; the embedded database is one process.
@@ -65,6 +69,7 @@ export async function openApp(): Promise<App> {
     close: async () => {
       await sessions.close();
       await events.close();
+      await folder.stop();
       await handle.close();
     },
   };

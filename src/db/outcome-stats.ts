@@ -831,6 +831,75 @@ async function hashGrouped<T>(db: Database, read: () => Promise<T>): Promise<T> 
   return result;
 }
 
+/**
+ * A part of the range read from a rollup, whose changes not folded yet are
+ * added to it (taken away, for a part that is): the rows of tool_call_changes
+ * of its hours, or of every hour for a rollup of all time. A part that moves
+ * rows between buckets adds none: a change is counted in its own hour's bucket
+ * from the start.
+ */
+interface TailSpan {
+  from: Date | null;
+  to: Date | null;
+  sign: 1 | -1;
+}
+
+function tailSpans(segments: readonly StatsSegment[]): TailSpan[] {
+  return segments.flatMap(({ from, to, source, subtract, movedFrom }): TailSpan[] => {
+    if (source === 'raw' || movedFrom) return [];
+    const rollup = ROLLUPS.get(source);
+    if (!rollup) throw new Error(`no rollup named ${source}`);
+    const ofAllTime = rollup.grain === 'all';
+    return [{ from: ofAllTime ? null : from, to: ofAllTime ? null : to, sign: subtract ? -1 : 1 }];
+  });
+}
+
+/**
+ * The changes not folded yet of the spans, signed, that the query's filters
+ * keep, summed per group (its fields named as rawStatement's), and per time
+ * bucket and duration bucket when asked: what the spans' rollups do not hold
+ * yet, read in the same snapshot as they are.
+ */
+function tailStatement(
+  query: StatsQuery,
+  spans: readonly TailSpan[],
+  { buckets, durations }: { buckets: boolean; durations: boolean },
+): SQL {
+  const keys = ROW_FIELDS.filter((field) => query.groupBy.includes(field)).map(
+    (field) => sql`c.${ROLLUP_COLUMNS[field]} as ${sql.raw(field)}`,
+  );
+  if (buckets && query.spec) keys.push(sql`${bucketSql(query.spec, epochMsSql(sql`c.hour`))} as bucket`);
+  if (durations) keys.push(sql`c.b as duration_bucket`);
+  const bounds = spans.map(
+    ({ from, to, sign }) =>
+      sql`(${from ? from.toISOString() : '-infinity'}::timestamptz, ${to ? to.toISOString() : 'infinity'}::timestamptz, ${sign}::bigint)`,
+  );
+  const conditions = filterValues(query)
+    .map(([field, values]) => inList(sql`c.${ROLLUP_COLUMNS[field]}`, values))
+    .filter((condition): condition is SQL => condition !== null);
+  const signed = (count: string) => sql.raw(`sum(s.sign * c.${count})::bigint as ${count}`);
+  return sql`
+    select ${sql.join([...keys, sql``], sql`, `)} ${signed('ok')}, ${signed('failed')}, ${signed('cancelled')}
+      from tool_call_changes c
+      join (values ${sql.join(bounds, sql`, `)}) as s(since, until, sign) on c.hour >= s.since and c.hour < s.until
+     ${whereAll(conditions)}
+     ${groupByFirst(keys.length)}
+    having sum(s.sign * c.ok) <> 0 or sum(s.sign * c.failed) <> 0 or sum(s.sign * c.cancelled) <> 0`;
+}
+
+/** The cells of the changes not folded yet of the spans (none without spans), as rawCells makes them. */
+async function tailCells(db: Database, query: StatsQuery, spans: readonly TailSpan[]): Promise<StatsCell[]> {
+  if (spans.length === 0) return [];
+  const durations = query.durations ?? true;
+  const rows = await selectRows<Row>(db, tailStatement(query, spans, { buckets: true, durations }));
+  return rows.map((row) => {
+    if (!durations) return toCell(row, NO_DURATIONS);
+    const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
+    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
+    return toCell(row, histogram);
+  });
+}
+
 async function cellsOfSegments(
   db: Database,
   query: StatsQuery,
@@ -839,7 +908,8 @@ async function cellsOfSegments(
   // One statement after another: a caller reading in one snapshot holds one connection.
   const cells: StatsCell[] = [];
   let only: Set<string> | null = null;
-  for (const { from, to, source, subtract, movedFrom } of statsSegments(query, strategy)) {
+  const segments = statsSegments(query, strategy);
+  for (const { from, to, source, subtract, movedFrom } of segments) {
     const rollup = source === 'raw' ? null : ROLLUPS.get(source);
     if (rollup === undefined) throw new Error(`no rollup named ${source}`);
     const part = !rollup
@@ -856,6 +926,12 @@ async function cellsOfSegments(
       const signed = subtract ? negated(cell) : cell;
       cells.push(query.histogramsOnly ? { ...signed, tally: NO_CALLS } : signed);
     }
+  }
+  // What the rollups read do not hold yet: the changes not folded, read as run_steps' edges are.
+  const kept = query.onlyGroups ? (only ?? new Set(query.onlyGroups.map(outcomeGroupKey))) : null;
+  for (const cell of await tailCells(db, query, tailSpans(segments))) {
+    if (kept && !kept.has(outcomeGroupKey(cell))) continue;
+    cells.push(query.histogramsOnly ? { ...cell, tally: NO_CALLS } : cell);
   }
   return cells;
 }
@@ -945,6 +1021,10 @@ export async function groupsRankedByCounts(
     return sql`select ${nameColumns(names)} ${sign}ok as ok, ${sign}failed as failed, ${sign}cancelled as cancelled
                  from (${rowsOf(segment, true)}) as part`;
   };
+  // The changes not folded yet of the parts read from rollups: a part of their own, summed with the rest.
+  const tail = tailSpans(segments);
+  const tailParts =
+    tail.length > 0 ? [tailStatement(counted, tail, { buckets: false, durations: false })] : [];
   const whole = segments.find(({ source }) => {
     const rollup = source === 'raw' ? undefined : ROLLUPS.get(source);
     return rollup?.grain === 'all' && rollup.dimensions.length === names.length;
@@ -956,9 +1036,16 @@ export async function groupsRankedByCounts(
   // walked, 72 summed; by calls 173 walked, 104 summed.
   const walkable = filteredBy(counted).every((field) => directory?.dimensions.includes(field));
   if (!whole && directory && walkable) {
-    if (ranking.orderBy === 'key') return groupsWalkedByKey(db, counted, names, ranking, directory);
+    // A walk reads the groups the directory holds, folded: those with changes not folded yet are
+    // counted beside them (a group's folded calls of all time bound its calls in a range no more).
+    if (ranking.orderBy === 'key')
+      return withTailGroups(db, counted, names, ranking, tailParts, () =>
+        groupsWalkedByKey(db, counted, names, ranking, directory),
+      );
     if (walksByCount(counted, segments, ranking, directory)) {
-      const walked = await groupsWalkedByCount(db, counted, names, ranking, directory);
+      const walked = await withTailGroups(db, counted, names, ranking, tailParts, () =>
+        groupsWalkedByCount(db, counted, names, ranking, directory),
+      );
       if (walked) return walked;
     }
   }
@@ -967,13 +1054,45 @@ export async function groupsRankedByCounts(
     whole
       ? rowsRankedOfAllTime(
           rowsOf(whole, false),
-          segments.filter((segment) => segment !== whole).map(signed),
+          [...segments.filter((segment) => segment !== whole).map(signed), ...tailParts],
           names,
           ranking,
         )
-      : rankedSums(segments.map(signed), names, ranking),
+      : rankedSums([...segments.map(signed), ...tailParts], names, ranking),
   );
   return { cells: rows.map((row) => toCell(row, NO_DURATIONS)), more: rows.length > ranking.first };
+}
+
+/**
+ * A walk's ranking with the groups that have changes not folded yet: their
+ * keys (a few, from the tail's part), each counted over the range as the
+ * walk counts its groups, ranked with the walk's. Every other group's calls
+ * are all folded, so the walk's bounds hold for them.
+ */
+async function withTailGroups<Ranked extends { cells: StatsCell[]; more: boolean } | null>(
+  db: Database,
+  counted: StatsQuery,
+  names: readonly OutcomeDimension[],
+  ranking: CountRanking,
+  tailParts: readonly SQL[],
+  walk: () => Promise<Ranked>,
+): Promise<Ranked> {
+  const walked = await walk();
+  if (walked === null || tailParts.length === 0) return walked;
+  const keys = await selectRows<Row>(
+    db,
+    sql`select distinct ${sql.raw(names.join(', '))} from (${sql.join([...tailParts], sql` union all `)}) as tail`,
+  );
+  if (keys.length === 0) return walked;
+  const counts = await outcomeStatsCells(db, {
+    ...counted,
+    durations: false,
+    onlyGroups: keys.map((row) => toCell(row, NO_DURATIONS)),
+  });
+  const seen = new Set(walked.cells.map(outcomeGroupKey));
+  const merged = [...walked.cells, ...counts.filter((cell) => !seen.has(outcomeGroupKey(cell)))];
+  const cells = rankGroups(merged, { ...ranking, first: ranking.first + 1 }).groups;
+  return { cells, more: cells.length > ranking.first } as Ranked;
 }
 
 /**
@@ -1340,7 +1459,9 @@ function rowsRankedOfAllTime(
   const parts: SQL[] = [];
   if (corrects) parts.push(sql`corrections as (${summedParts(others, names)})`);
   // Only the corrected groups' counts differ from their counts of all time (k groups, the other
-  // parts' few rows), and a group's calls in the range are never more than its calls of all time.
+  // parts' few rows and the changes not folded yet, whose groups the rollup may not hold yet: they
+  // are candidates with no calls of their own), and every other group's calls in the range are its
+  // calls of all time.
   // So every group that can rank among the first `first + 1` is either corrected or among the first
   // `first + 1 + k` groups of all time in the ranking's own order (of those with enough calls of all
   // time): every group ahead of it there that is not corrected is ahead of it in the range too.
@@ -1359,6 +1480,7 @@ function rowsRankedOfAllTime(
   parts.push(sql`candidates as (
       (select a.* from (${allTime}) as a where ${enough} order by ${walk} limit ${walked})
       ${corrects ? sql`union select a.* from (${allTime}) as a join corrections as c on ${sameKey('c', 'a')}` : sql``}
+      ${corrects ? sql`union select ${nameColumns(names, 'c')} 0, 0, 0 from corrections as c where not exists (select from (${allTime}) as a where ${sameKey('c', 'a')})` : sql``}
     )`);
   const corrected = (count: string) =>
     corrects
@@ -1399,7 +1521,8 @@ export interface CallsOnRecord {
 
 /**
  * Whole UTC hours holding every call recorded: from the first hour of the
- * hourly rollup by server to the end of its last (both ends of its key; an
+ * hourly rollup by server, or of the changes not folded yet, to the end of
+ * the last of either (both ends of their keys; an
  * hour whose calls were all deleted may keep its row: the hours can only be
  * wider; null without calls). To the hour, not the day: the rest of a range's
  * last day after its last call holds none, and no statement reads it. And the
@@ -1415,7 +1538,8 @@ export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
     estimates: Array<number | string> | null;
   }>(
     db,
-    sql`select ${epochMsSql(sql`min(hour)`)} as first, ${epochMsSql(sql`max(hour)`)} as last,
+    sql`select ${epochMsSql(sql`least(min(hour), (select min(hour) from tool_call_changes))`)} as first,
+               ${epochMsSql(sql`greatest(max(hour), (select max(hour) from tool_call_changes))`)} as last,
                (select array_agg(coalesce(c.reltuples, -1)::float8 order by t.i)
                   from unnest(${textArrayLiteral(names.map((name) => TABLES[name]))}::text[]) with ordinality as t(name, i)
                   left join pg_class as c on c.oid = to_regclass(t.name)) as estimates

@@ -14,12 +14,23 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   afterAll(async () => database?.dispose());
 
   const exec = (script: string) => database.handle.withSession((s) => s.exec(script));
-  const daily = () =>
-    database.handle.withSession((s) =>
+  /** Folds up to `max` changes not folded yet into the rollups, as the service's folder does. */
+  const fold = (max = 1_000_000) => exec(`SELECT tool_outcome_rollups_fold(${max})`);
+  const pendingChanges = async () =>
+    (
+      await database.handle.withSession((s) =>
+        s.query<{ n: number }>('SELECT count(*)::int AS n FROM tool_call_changes'),
+      )
+    )[0]?.n;
+  /** tool_outcome_daily once every change is folded. */
+  const daily = async () => {
+    await fold();
+    return database.handle.withSession((s) =>
       s.query<{ server: string; ok: number; failed: number; cancelled: number }>(
         'SELECT server, ok::int AS ok, failed::int AS failed, cancelled::int AS cancelled FROM tool_outcome_daily ORDER BY server',
       ),
     );
+  };
 
   const insertSteps = `
     INSERT INTO runs (uuid, owner, configuration, status)
@@ -53,10 +64,18 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     return new Date((Math.floor(at / 86_400_000) - daysSinceMonday) * 86_400_000).toISOString().slice(0, 10);
   };
   const TIME_KEYS = {
-    day: { sql: 'day', of: day },
-    hour: { sql: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`, of: hour },
-    week: { sql: 'week', of: week },
-    all: { sql: `'all'`, of: () => 'all' },
+    day: { sql: 'day', ofChange: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD')`, of: day },
+    hour: {
+      sql: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`,
+      ofChange: `to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24')`,
+      of: hour,
+    },
+    week: {
+      sql: 'week',
+      ofChange: `to_char(date_trunc('week', hour AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
+      of: week,
+    },
+    all: { sql: `'all'`, ofChange: `'all'`, of: () => 'all' },
   } as const;
   /** A rollup by its time column and key columns: the SQL for its key, and the same key built from a step. */
   const rollupOf = (
@@ -74,6 +93,8 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     durations,
     histograms,
     key: [TIME_KEYS[time].sql, ...columns].join(` || ' ' || `),
+    /** The same key of a change not folded yet (tool_call_changes has an hour and every field). */
+    changeKey: [TIME_KEYS[time].ofChange, ...columns].join(` || ' ' || `),
     of: (step: StepWithRun) =>
       [
         TIME_KEYS[time].of(step),
@@ -219,9 +240,47 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     }
     return counts;
   };
-  const expectEveryRollupToEqualARecount = async () => {
-    for (const each of ROLLUPS)
-      expect([each.table, await rollup(each)]).toEqual([each.table, await recount(each)]);
+  /** A rollup's rows plus the changes not folded yet, as a statistics read sums them, rows without calls left out. */
+  const rollupWithChanges = async (each: (typeof ROLLUPS)[number]) => {
+    const counted = await rollup(each);
+    const size = each.histograms === false ? 3 : 3 + DURATION_BUCKETS;
+    const changes = await database.handle.withSession((s) =>
+      s.query<{ key: string; b: number; ok: string; failed: string; cancelled: string }>(
+        `SELECT ${each.changeKey} AS key, b, ok::text AS ok, failed::text AS failed, cancelled::text AS cancelled
+           FROM tool_call_changes`,
+      ),
+    );
+    for (const change of changes) {
+      const row = counted.get(change.key) ?? new Array<number>(size).fill(0);
+      const [ok, failed, cancelled] = [change.ok, change.failed, change.cancelled].map(Number) as [
+        number,
+        number,
+        number,
+      ];
+      row[0] = (row[0] ?? 0) + ok;
+      row[1] = (row[1] ?? 0) + failed;
+      row[2] = (row[2] ?? 0) + cancelled;
+      if (size > 3) row[3 + change.b] = (row[3 + change.b] ?? 0) + ok + failed + cancelled;
+      counted.set(change.key, row);
+    }
+    return new Map([...counted].filter(([, counts]) => counts.some((count) => count !== 0)));
+  };
+  /**
+   * Every rollup with the changes not folded yet equals a recount; so it does
+   * after a part of the changes is folded, and every rollup alone once all are.
+   */
+  const expectEveryRollupToEqualARecount = async (partialFold = 5) => {
+    const recounts = await Promise.all(ROLLUPS.map(recount));
+    const expectEach = async (read: typeof rollup) => {
+      for (const [i, each] of ROLLUPS.entries())
+        expect([each.table, await read(each)]).toEqual([each.table, recounts[i]]);
+    };
+    await expectEach(rollupWithChanges);
+    await fold(partialFold);
+    await expectEach(rollupWithChanges);
+    await fold();
+    expect(await pendingChanges()).toBe(0);
+    await expectEach(rollup);
   };
 
   it('equals a recount of run_steps, histogram included, after inserts, updates and deletes: every rollup', async () => {
@@ -339,6 +398,27 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     await exec('SELECT tool_outcome_rollups_rebuild()');
     expect(await Promise.all(ROLLUPS.map(rollup))).toEqual(before);
     await expectEveryRollupToEqualARecount();
+    // A rebuild with changes not folded yet counts them from run_steps, and leaves none to fold.
+    await exec(writes[0]?.() ?? '');
+    expect(await pendingChanges()).toBeGreaterThan(0);
+    await exec('SELECT tool_outcome_rollups_rebuild()');
+    expect(await pendingChanges()).toBe(0);
+    const recounts = await Promise.all(ROLLUPS.map(recount));
+    expect(await Promise.all(ROLLUPS.map(rollup))).toEqual(recounts);
+  });
+
+  it('loses and counts twice nothing when a fold ends before its commit', async () => {
+    await exec(insertSteps);
+    await exec(insertSteps.replace("'alice'", "'bob'"));
+    const pending = await pendingChanges();
+    expect(pending).toBeGreaterThan(1);
+    // A fold rolled back (its instance gone mid-batch) leaves the changes and the rollups as they were.
+    await exec('BEGIN; SELECT tool_outcome_rollups_fold(1); ROLLBACK;');
+    expect(await pendingChanges()).toBe(pending);
+    for (const each of ROLLUPS) expect(await rollup(each)).toEqual(new Map());
+    await fold(1);
+    expect(await pendingChanges()).toBe((pending ?? 0) - 1);
+    await expectEveryRollupToEqualARecount();
   });
 
   it('refuses a histogram that is not one count for each bucket, writing nothing', async () => {
@@ -406,6 +486,12 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   });
 
   it('is emptied by TRUNCATE run_steps, in the same transaction, and counts again from zero', async () => {
+    // Changes not folded yet go with the truncate too.
+    await exec(insertSteps);
+    expect(await pendingChanges()).toBeGreaterThan(0);
+    await exec('TRUNCATE run_steps');
+    expect(await pendingChanges()).toBe(0);
+    expect(await daily()).toEqual([]);
     await exec(insertSteps);
     expect(await daily()).toEqual([{ server: 'fs', ok: 1, failed: 1, cancelled: 1 }]);
     await exec('TRUNCATE run_steps');
