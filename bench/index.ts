@@ -1,3 +1,4 @@
+import { benchFold } from './fold.ts';
 import { benchLive } from './live.ts';
 import { benchMcp } from './mcp.ts';
 import { benchOtlp } from './otlp.ts';
@@ -7,9 +8,10 @@ import { benchStats } from './stats.ts';
 import { dropCreatedDatabases } from './support.ts';
 import { benchTimeline } from './timeline.ts';
 
-// npm run bench [-- record | stats | start | otlp | mcp | live | timeline]: every benchmark, or the ones named.
+// npm run bench [-- record | fold | stats | start | otlp | mcp | live | timeline]: every benchmark, or the ones named.
 const benchmarks: Record<string, () => Promise<void>> = {
   record: benchRecording,
+  fold: benchFold,
   stats: benchStats,
   start: benchStart,
   otlp: benchOtlp,

@@ -12,18 +12,21 @@ import {
   type Service,
   startService,
   table,
+  withoutTriggers,
 } from './support.ts';
 
 /**
  * Steps recorded per second through the API (over HTTP, the service in its own
- * process, compiled, as `npm start` runs it) against plain `pg` inserts of the
- * same rows into the same table (triggers included), in the same run: one
- * step, 10 and 100 steps per request, over 1, 8 and 32 connections. The ratio
- * is what the service costs on top of the database. Then what the rollups
- * cost a write: the same plain inserts with the trigger that keeps every
- * rollup (`run_steps_follow_insert`) disabled, against the same with it. Then
- * the service's memory at rest and under this load, on PostgreSQL and on the
- * embedded database.
+ * process, compiled, as `npm start` runs it, its statistics folder running)
+ * against the floor: plain `pg` inserts of the same rows into run_steps with
+ * its triggers off, so that the floor pays for storing the rows alone, in the
+ * same run: one step, 10 and 100 steps per request, over 1, 8 and 32
+ * connections, with one owner and configuration for every request (the hot
+ * case, where rollups kept in the write's transaction queued writers) and with
+ * an owner and a configuration for each connection. Beside them, the same
+ * plain inserts with the triggers on (what the change log's append costs a
+ * write). Then the service's memory at rest and under this load, on
+ * PostgreSQL and on the embedded database.
  *
  * BENCH_STEPS: steps per measurement (default 3,000; requests = steps / size,
  * at least 4 per connection). BENCH_SIZES and BENCH_CONNECTIONS (comma-separated)
@@ -42,7 +45,8 @@ const RECORD = `mutation ($input: RecordToolExecutionInput!) {
   recordToolExecution(input: $input) { __typename ... on Error { code } } }`;
 const RECORD_BATCH = `mutation ($input: RecordStepsInput!) {
   recordSteps(input: $input) { __typename ... on Error { code } } }`;
-const START = `mutation { startRun(input: { configuration: "bench" }) { ... on StartRunSuccess { data { uuid } } } }`;
+const START = `mutation ($configuration: String!) { startRun(input: { configuration: $configuration }) {
+  ... on StartRunSuccess { data { uuid } } } }`;
 
 /** The tool call of step j: 20 tools on 5 servers, one in seven failed. */
 const call = (j: number) => ({
@@ -70,41 +74,6 @@ const PLAIN_SENT = `INSERT INTO run_steps (run_id, sequence, kind, round, durati
   SELECT $1, $2 + x.i - 1, 'tool', x.r, x.d, now(), x.t, x.s, x.e, x.o, x.p, x.m
     FROM unnest($3::int[], $4::int[], $5::text[], $6::text[], $7::boolean[], $8::text[], $9::jsonb[], $10::jsonb[])
          WITH ORDINALITY AS x(r, d, t, s, e, o, p, m, i)`;
-/** Many rows made by the server from a series, each with the tool given: nothing travels but three numbers. */
-const generatedSteps = (
-  tool: string,
-) => `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
-  SELECT $1, $2 + g, 'tool', 1, 25, now(), ${tool}, 'server_' || (g % 5), g % 7 = 0,
-         CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END,
-         '{"arguments":{"query":"benchmark"},"content":"a result of modest size","artifacts":[]}'::jsonb,
-         '{"argumentsBytes":21,"contentBytes":23,"artifactCount":0}'::jsonb
-    FROM generate_series(0, $3 - 1) AS g`;
-/** On the 20 tools of `call`. */
-const PLAIN_MANY = generatedSteps("'tool_' || (g % 20)");
-/**
- * With a tool never seen before at each step: every call opens a new row (and
- * its index entries) in each rollup keyed by tool, where the others add to
- * rows that exist. The write path's worst case for the rollups.
- */
-const PLAIN_NEW_KEYS = generatedSteps("'new_' || $1::bigint || '_' || ($2 + g)");
-
-/** The trigger that adds every inserted tool call to the rollups (migration 0005 and later), in the same transaction. */
-const ROLLUP_TRIGGER = 'run_steps_follow_insert';
-
-/**
- * Runs `work` with the rollups' trigger disabled, for every session, and
- * enables it again whatever happens: the rollups of this throwaway database
- * then lack those calls, which nothing in this benchmark reads.
- */
-async function withoutRollups<T>(pool: pg.Pool, work: () => Promise<T>): Promise<T> {
-  await pool.query(`ALTER TABLE run_steps DISABLE TRIGGER ${ROLLUP_TRIGGER}`);
-  try {
-    return await work();
-  } finally {
-    await pool.query(`ALTER TABLE run_steps ENABLE TRIGGER ${ROLLUP_TRIGGER}`);
-  }
-}
-
 /** Runs `total` tasks over `concurrency` workers; seconds elapsed and each task's latency in ms. */
 async function timedWithLatency(
   total: number,
@@ -182,14 +151,28 @@ function memoryRow(database: string, state: string, sample: MemorySample) {
   };
 }
 
-async function startRuns(service: Service, key: string, count: number): Promise<string[]> {
+/** Runs started through the API: each with the key and configuration of its index, or all with the first. */
+async function startRuns(
+  service: Service,
+  keys: readonly string[],
+  count: number,
+  configuration = (_i: number) => 'bench',
+): Promise<string[]> {
   const uuids: string[] = [];
   for (let i = 0; i < count; i += 1) {
-    const data = await graphql<{ startRun: { data: { uuid: string } } }>(service.url, key, START, {});
+    const data = await graphql<{ startRun: { data: { uuid: string } } }>(
+      service.url,
+      keys[i % keys.length] ?? '',
+      START,
+      { configuration: configuration(i) },
+    );
     uuids.push(data.startRun.data.uuid);
   }
   return uuids;
 }
+
+/** Who records: one owner and configuration for every connection, or one each. */
+const KEYINGS = ['one owner and configuration', 'an owner and configuration each'] as const;
 
 const profileArgs = (name: string) =>
   process.env.BENCH_CPU_PROF
@@ -198,135 +181,123 @@ const profileArgs = (name: string) =>
 
 async function onPostgres(memory: Array<Record<string, string | number>>): Promise<void> {
   const url = await freshDatabase('runledger_bench_record');
-  const key = await benchKey(url);
-  const service = await startService(url, { nodeArgs: profileArgs('record-postgres') });
   const maxConnections = Math.max(...CONNECTIONS);
+  const keys: string[] = [];
+  for (let i = 0; i < maxConnections; i += 1) keys.push(await benchKey(url, undefined, `bench_${i}`));
+  const service = await startService(url, { nodeArgs: profileArgs('record-postgres') });
   const pool = new pg.Pool({ connectionString: url, max: maxConnections });
   const rows: Array<Record<string, string | number>> = [];
-  const rollupCost: Array<Record<string, string | number>> = [];
   try {
     await new Promise((resolve) => setTimeout(resolve, 500));
     memory.push(memoryRow('PostgreSQL', 'at rest', await service.memory()));
-    const runs = await startRuns(service, key, maxConnections);
+    const hotRuns = await startRuns(service, keys.slice(0, 1), maxConnections);
+    const spreadRuns = await startRuns(service, keys, maxConnections, (i) => `bench_${i}`);
     const { rows: plainRuns } = await pool.query<{ id: string }>(
       `INSERT INTO runs (uuid, owner, configuration, status)
-       SELECT gen_random_uuid(), 'bench', 'plain', 'running' FROM generate_series(1, $1) RETURNING id`,
+       SELECT gen_random_uuid(), 'bench_0', 'plain', 'running' FROM generate_series(1, $1) RETURNING id`,
       [maxConnections],
     );
     const sequences = new Map<string, number>();
     const payload = JSON.stringify({ arguments: { query: 'benchmark' }, content: CONTENT, artifacts: [] });
     const metadata = JSON.stringify({ argumentsBytes: 21, contentBytes: 23, artifactCount: 0 });
-    const plain =
-      (size: number, connections: number, generated: 'repeated keys' | 'new keys' | null = null) =>
-      async (i: number) => {
-        const runId = plainRuns[i % connections]?.id ?? '';
-        const first = (sequences.get(runId) ?? 0) + 1;
-        sequences.set(runId, first + size - 1);
-        if (size > 1 && generated) {
-          await pool.query(generated === 'new keys' ? PLAIN_NEW_KEYS : PLAIN_MANY, [runId, first, size]);
-          return;
-        }
-        if (size > 1) {
-          const calls = Array.from({ length: size }, (_, j) => call(j));
-          await pool.query(PLAIN_SENT, [
-            runId,
-            first,
-            calls.map((c) => c.round),
-            calls.map((c) => c.durationMs),
-            calls.map((c) => c.toolName),
-            calls.map((c) => c.server),
-            calls.map((c) => c.isError),
-            calls.map((c) => (c.isError ? 'failed' : 'ok')),
-            calls.map(() => payload),
-            calls.map(() => metadata),
-          ]);
-          return;
-        }
-        const step = call(i);
-        await pool.query(PLAIN_ONE, [
-          runId,
-          first,
-          step.round,
-          step.durationMs,
-          step.toolName,
-          step.server,
-          step.isError,
-          step.isError ? 'failed' : 'ok',
-          payload,
-          metadata,
-        ]);
-      };
+    const plain = (size: number, connections: number) => async (i: number) => {
+      const runId = plainRuns[i % connections]?.id ?? '';
+      const first = (sequences.get(runId) ?? 0) + 1;
+      sequences.set(runId, first + size - 1);
+      const calls = Array.from({ length: size }, (_, j) => call(size === 1 ? i : j));
+      const [statement, values] =
+        size === 1
+          ? [PLAIN_ONE, [runId, first, ...Object.values(callColumns(calls[0] ?? call(i))), payload, metadata]]
+          : [
+              PLAIN_SENT,
+              [
+                runId,
+                first,
+                calls.map((c) => c.round),
+                calls.map((c) => c.durationMs),
+                calls.map((c) => c.toolName),
+                calls.map((c) => c.server),
+                calls.map((c) => c.isError),
+                calls.map((c) => (c.isError ? 'failed' : 'ok')),
+                calls.map(() => payload),
+                calls.map(() => metadata),
+              ],
+            ];
+      await pool.query(statement, values);
+    };
+    const api = (size: number, connections: number, keying: (typeof KEYINGS)[number]) => {
+      const spread = keying !== KEYINGS[0];
+      const runs = spread ? spreadRuns : hotRuns;
+      return load(
+        service.url,
+        keys[0] ?? '',
+        requestsFor(size, connections),
+        connections,
+        (i) => body(size, runs[i % connections] ?? '', i),
+        spread ? (i) => keys[i % connections] ?? '' : undefined,
+      );
+    };
 
     const { peak } = await peakMemory(service, async () => {
       for (const size of SIZES) {
-        // Warm both paths so neither pays for first use in the measurement.
-        await load(service.url, key, 40, maxConnections, (i) =>
-          body(size, runs[i % maxConnections] ?? '', i),
-        );
+        // Warm every path so none pays for first use in the measurement.
+        for (const keying of KEYINGS) await api(size, maxConnections, keying);
         await timedWithLatency(40, maxConnections, plain(size, maxConnections));
-        if (size > 1)
-          await timedWithLatency(40, maxConnections, plain(size, maxConnections, 'repeated keys'));
+        await withoutTriggers(pool, () => timedWithLatency(40, maxConnections, plain(size, maxConnections)));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
-          const cpuBefore = (await service.memory()).cpuMicros;
-          const api = await load(service.url, key, requests, connections, (i) =>
-            body(size, runs[i % connections] ?? '', i),
-          );
-          if (api.errors > 0) throw new Error(`${api.errors} requests failed`);
-          // The service's own CPU per step: what it costs whatever else the machine runs.
-          const cpuPerStep = ((await service.memory()).cpuMicros - cpuBefore) / (requests * size);
-          const direct = await timedWithLatency(requests, connections, plain(size, connections));
-          const generated =
-            size > 1
-              ? await timedWithLatency(requests, connections, plain(size, connections, 'repeated keys'))
-              : undefined;
-          const newKeys =
-            size > 1
-              ? await timedWithLatency(requests, connections, plain(size, connections, 'new keys'))
-              : undefined;
-          const noRollups = await withoutRollups(pool, () =>
+          const floor = await withoutTriggers(pool, () =>
             timedWithLatency(requests, connections, plain(size, connections)),
           );
-          const apiRate = perSecond(requests * size, api.seconds);
-          const pgRate = perSecond(requests * size, direct.seconds);
-          const noRollupsRate = perSecond(requests * size, noRollups.seconds);
-          rollupCost.push({
-            'steps/request': size,
-            connections,
-            'pg steps/s, with the rollups': pgRate,
-            'pg steps/s, without': noRollupsRate,
-            'with / without': Number((pgRate / noRollupsRate).toFixed(2)),
-            'pg p50 ms, with': ms(quantile(direct.latencies, 0.5)),
-            'pg p50 ms, without': ms(quantile(noRollups.latencies, 0.5)),
-          });
-          rows.push({
-            'steps/request': size,
-            connections,
-            requests,
-            'API steps/s': apiRate,
-            'pg steps/s': pgRate,
-            'API / pg': Number((apiRate / pgRate).toFixed(2)),
-            'API p50 ms': ms(api.p50),
-            'API p99 ms': ms(api.p99),
-            'service CPU µs/step': Math.round(cpuPerStep),
-            'pg p50 ms': ms(quantile(direct.latencies, 0.5)),
-            'pg p99 ms': ms(quantile(direct.latencies, 0.99)),
-            'pg generated steps/s': generated ? perSecond(requests * size, generated.seconds) : '-',
-            'pg generated, new keys, steps/s': newKeys ? perSecond(requests * size, newKeys.seconds) : '-',
-          });
+          const withLog = await timedWithLatency(requests, connections, plain(size, connections));
+          const floorRate = perSecond(requests * size, floor.seconds);
+          const logRate = perSecond(requests * size, withLog.seconds);
+          for (const keying of KEYINGS) {
+            const cpuBefore = (await service.memory()).cpuMicros;
+            const measured = await api(size, connections, keying);
+            if (measured.errors > 0) throw new Error(`${measured.errors} requests failed`);
+            // The service's own CPU per step: what it costs whatever else the machine runs.
+            const cpuPerStep = ((await service.memory()).cpuMicros - cpuBefore) / (requests * size);
+            const apiRate = perSecond(requests * size, measured.seconds);
+            rows.push({
+              'steps/request': size,
+              connections,
+              'who records': keying,
+              'API steps/s': apiRate,
+              'floor steps/s': floorRate,
+              'API / floor': Number((apiRate / floorRate).toFixed(2)),
+              'pg + change log steps/s': logRate,
+              'pg + change log / floor': Number((logRate / floorRate).toFixed(2)),
+              'API p50 ms': ms(measured.p50),
+              'API p99 ms': ms(measured.p99),
+              'floor p50 ms': ms(quantile(floor.latencies, 0.5)),
+              'service CPU µs/step': Math.round(cpuPerStep),
+            });
+          }
         }
       }
     });
     memory.push(memoryRow('PostgreSQL', 'peak under the load above', peak));
-    table(rows);
     console.log(
-      `\n what the rollups cost a write: the plain inserts above with the rollups' trigger, and without (${ROLLUP_TRIGGER} disabled):`,
+      '\n recording through the API against the floor (plain inserts of the same rows, every trigger of run_steps off):',
     );
-    table(rollupCost);
+    table(rows);
   } finally {
     await pool.end();
     await service.stop();
   }
+}
+
+/** A single step's columns of PLAIN_ONE, in its order after the run and sequence. */
+function callColumns(step: ReturnType<typeof call>) {
+  return {
+    round: step.round,
+    durationMs: step.durationMs,
+    toolName: step.toolName,
+    server: step.server,
+    isError: step.isError,
+    outcome: step.isError ? 'failed' : 'ok',
+  };
 }
 
 async function onPglite(memory: Array<Record<string, string | number>>): Promise<void> {
@@ -342,7 +313,7 @@ async function onPglite(memory: Array<Record<string, string | number>>): Promise
     try {
       await new Promise((resolve) => setTimeout(resolve, 500));
       memory.push(memoryRow('embedded (PGlite)', 'at rest', await service.memory()));
-      const runs = await startRuns(service, key, 8);
+      const runs = await startRuns(service, [key], 8);
       const { peak } = await peakMemory(service, async () => {
         for (const size of SIZES.filter((s) => s !== 10)) {
           await load(service.url, key, 20, 8, (i) => body(size, runs[i % 8] ?? '', i));

@@ -1,0 +1,158 @@
+import os from 'node:os';
+import pg from 'pg';
+import { openDatabase } from '../src/db/connection.ts';
+import { pendingToolCallChanges } from '../src/db/tool-call-changes.ts';
+import { foldEverything } from '../src/ledger/stats-folder.ts';
+import { benchKey, freshDatabase, graphql, load, quantile, startService, table } from './support.ts';
+
+/**
+ * The statistics' folder. Its lag: while the API records single steps as
+ * fast as it can (8 connections, the service in its own process folding as
+ * it does in production), a probe commits a tool call of a tool of its own,
+ * then looks for it in a rollup every 2 ms: the time from the commit's
+ * answer to the call folded, p50 and p99 over every probe. Its throughput:
+ * a backlog of changes written with no service running (plain inserts, the
+ * trigger appending their changes), then folded by the same function the
+ * service runs, batch after batch, against the rate at which the API records.
+ *
+ * BENCH_FOLD_STEPS: steps the API records while probed (default 12,000).
+ * BENCH_FOLD_BACKLOG: steps of the backlog (default 200,000).
+ */
+const STEPS = Number(process.env.BENCH_FOLD_STEPS ?? 12_000);
+const BACKLOG = Number(process.env.BENCH_FOLD_BACKLOG ?? 200_000);
+const CONNECTIONS = 8;
+
+const START = `mutation { startRun(input: { configuration: "bench-fold" }) { ... on StartRunSuccess { data { uuid } } } }`;
+const RECORD = `mutation ($input: RecordToolExecutionInput!) {
+  recordToolExecution(input: $input) { __typename ... on Error { code } } }`;
+
+const ms = (value: number) => Number(value.toFixed(1));
+
+export async function benchFold(): Promise<void> {
+  console.log(
+    `\n## statistics folder: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
+  const url = await freshDatabase('runledger_bench_fold');
+  const key = await benchKey(url);
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    const { lags, apiRate } = await lagWhileRecording(url, key, pool);
+    const throughput = await foldThroughput(url, pool);
+    table([
+      {
+        'API single steps/s while probed': apiRate,
+        probes: lags.length,
+        'lag p50 ms': ms(quantile(lags, 0.5)),
+        'lag p99 ms': ms(quantile(lags, 0.99)),
+        'lag max ms': ms(lags.at(-1) ?? 0),
+        'fold: steps/s of a backlog': throughput,
+        'fold / API rate': Number((throughput / apiRate).toFixed(1)),
+      },
+    ]);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function lagWhileRecording(
+  url: string,
+  key: string,
+  pool: pg.Pool,
+): Promise<{ lags: number[]; apiRate: number }> {
+  const service = await startService(url);
+  try {
+    const runs: string[] = [];
+    for (let i = 0; i < CONNECTIONS; i += 1)
+      runs.push(
+        (await graphql<{ startRun: { data: { uuid: string } } }>(service.url, key, START, {})).startRun.data
+          .uuid,
+      );
+    const { rows } = await pool.query<{ id: string }>(
+      `INSERT INTO runs (uuid, owner, configuration, status)
+       VALUES (gen_random_uuid(), 'probe', 'probe', 'running') RETURNING id`,
+    );
+    const probeRun = rows[0]?.id ?? '';
+    const body = (i: number) => ({
+      query: RECORD,
+      variables: {
+        input: {
+          runUuid: runs[i % CONNECTIONS],
+          round: 1,
+          durationMs: 25,
+          toolName: `tool_${i % 20}`,
+          server: `server_${i % 5}`,
+          result: 'a result of modest size',
+          isError: i % 7 === 0,
+        },
+      },
+    });
+    await load(service.url, key, 400, CONNECTIONS, body);
+    const lags: number[] = [];
+    let recording = true;
+    const probing = (async () => {
+      for (let probe = 1; recording; probe += 1) {
+        const tool = `probe_${probe}`;
+        await pool.query(
+          `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
+           VALUES ($1, $2, 'tool', 1, 1, now(), $3, 'probe', false, 'ok')`,
+          [probeRun, probe, tool],
+        );
+        const committed = performance.now();
+        for (;;) {
+          const { rowCount } = await pool.query(
+            `SELECT 1 FROM tool_outcome_all_time WHERE tool_name = $1 AND ok > 0`,
+            [tool],
+          );
+          if (rowCount) break;
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+        lags.push(performance.now() - committed);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const recorded = await load(service.url, key, STEPS, CONNECTIONS, body);
+    recording = false;
+    await probing;
+    if (recorded.errors > 0) throw new Error(`${recorded.errors} requests failed`);
+    return { lags: lags.sort((a, b) => a - b), apiRate: Math.round(STEPS / recorded.seconds) };
+  } finally {
+    await service.stop();
+  }
+}
+
+/** Steps a second the fold takes from a backlog, with no service running. */
+async function foldThroughput(url: string, pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO runs (uuid, owner, configuration, status)
+     SELECT gen_random_uuid(), 'backlog_' || (g % 10), 'backlog_' || (g % 4), 'running'
+       FROM generate_series(1, 40) AS g RETURNING id`,
+  );
+  const ids = rows.map((row) => row.id);
+  const perStatement = 100;
+  for (let done = 0; done < BACKLOG; done += perStatement) {
+    // One statement of 100 steps, as a batch through the API: 100 steps of one run, one hour.
+    await pool.query(
+      `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
+       SELECT $1, $2 + g, 'tool', 1, (g * 37) % 5000, now() - ($3::int % 720) * interval '1 hour',
+              'tool_' || (g % 20), 'server_' || (g % 5), g % 7 = 0, CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END
+         FROM generate_series(1, ${perStatement}) AS g`,
+      [ids[(done / perStatement) % ids.length], done, done / perStatement],
+    );
+  }
+  const handle = await openDatabase({ url });
+  try {
+    const { changes } = await pendingToolCallChanges(handle.db);
+    const started = performance.now();
+    const { folded } = await foldEverything(handle.db);
+    const seconds = (performance.now() - started) / 1000;
+    console.log(
+      `  a backlog of ${BACKLOG} steps (${changes} changes, ${folded} folded) in ${seconds.toFixed(2)} s`,
+    );
+    return Math.round(BACKLOG / seconds);
+  } finally {
+    await handle.close();
+  }
+}
