@@ -33,8 +33,22 @@ function liveChannelFromEnv(env: NodeJS.ProcessEnv = process.env): 'postgres' | 
   return value;
 }
 
+/**
+ * RUNLEDGER_STATS_FOLD: `on` (the default) lets this instance fold the
+ * statistics whenever no other does; `off` leaves it to other instances or
+ * to `npm run stats:fold` (its reads stay exact either way).
+ */
+function statsFoldFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  const value = env.RUNLEDGER_STATS_FOLD?.trim() || 'on';
+  if (value !== 'on' && value !== 'off') {
+    throw new Error(`RUNLEDGER_STATS_FOLD must be on or off, not "${value}"`);
+  }
+  return value === 'on';
+}
+
 /** The database opened and migrated, a first key on a fresh install, and the GraphQL server on it. */
 export async function openApp(): Promise<App> {
+  const folds = statsFoldFromEnv();
   const handle = await openDatabaseForCommand();
   console.log(`database: ${handle.backend} at ${handle.location}`);
   await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
@@ -46,7 +60,8 @@ export async function openApp(): Promise<App> {
   }
   // The statistics follow the writes: this instance folds whenever no other holds the fold's lock.
   const folder = new StatsFolder(handle.db, { log: (line) => console.log(`statistics: ${line}`) });
-  folder.start();
+  if (folds) folder.start();
+  else console.log('statistics: this instance does not fold (RUNLEDGER_STATS_FOLD=off)');
   // One session per MCP server for the whole process, opened on first use.
   const sessions = new McpSessions(new McpPolicy(mcpSettingsFromEnv()));
   // Several instances on one PostgreSQL hear each other through it; the embedded database is one process.
