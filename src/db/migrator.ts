@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { DatabaseHandle, Session } from './connection.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+/** The baselines: `NNNN.sql`, the schema after migration NNNN in one script (scripts/migrations-baseline.ts). */
+export const BASELINE_DIR = fileURLToPath(new URL('../../migrations/baseline/', import.meta.url));
 
 export interface Migration {
   version: number;
@@ -43,11 +45,32 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
     });
 }
 
+/** The schema after migration `version`, in one script: what a fresh database is created from. */
+export interface Baseline {
+  version: number;
+  sql: string;
+}
+
+const BASELINE_NAME = /^(\d{4})\.sql$/;
+
+/** The newest baseline, or null without any. */
+export function loadBaseline(dir = BASELINE_DIR): Baseline | null {
+  if (!existsSync(dir)) return null;
+  const file = readdirSync(dir)
+    .filter((name) => BASELINE_NAME.test(name))
+    .sort()
+    .at(-1);
+  if (!file) return null;
+  return { version: Number(BASELINE_NAME.exec(file)?.[1]), sql: readFileSync(`${dir}/${file}`, 'utf8') };
+}
+
 export interface MigrateOptions {
   /** Apply up to and including this version (default: all). */
   target?: number;
   log?: (line: string) => void;
   migrations?: Migration[];
+  /** A fresh database's one step (default: the newest in migrations/baseline); null: every migration, one by one. */
+  baseline?: Baseline | null;
 }
 
 interface AppliedRow {
@@ -81,7 +104,17 @@ export async function migrate(handle: DatabaseHandle, options: MigrateOptions = 
       );
       verifyHistory(migrations, applied);
       const pending = migrations.filter((m) => !applied.has(m.version) && m.version <= target);
-      for (const migration of pending) {
+      const baseline = options.baseline === undefined ? loadBaseline() : options.baseline;
+      const covered =
+        baseline && applied.size === 0 && baseline.version <= target && (await isEmpty(session))
+          ? pending.filter((m) => m.version <= baseline.version)
+          : [];
+      const last = covered.at(-1);
+      if (baseline && last) {
+        await applyBaseline(session, baseline, covered);
+        log(`created from the baseline of ${label(last)} (${covered.length} migrations in one step)`);
+      }
+      for (const migration of pending.filter((m) => !covered.includes(m))) {
         await applyOne(session, migration);
         log(`applied ${label(migration)}`);
       }
@@ -112,6 +145,41 @@ function verifyHistory(migrations: Migration[], applied: Map<number, string>): v
         `migration ${label(migration)} changed after it was applied`,
       );
     }
+  }
+}
+
+/** Whether the database holds none of the service's tables: only then is it created from a baseline. */
+async function isEmpty(session: Session): Promise<boolean> {
+  const [row] = await session.query<{ tables: number }>(
+    `SELECT count(*)::int AS tables FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'runledger_migrations'`,
+  );
+  return row?.tables === 0;
+}
+
+/**
+ * The baseline and the record of every migration it stands for, in one
+ * transaction: a database that later upgrades step by step goes on from there.
+ */
+async function applyBaseline(session: Session, baseline: Baseline, covered: Migration[]): Promise<void> {
+  await session.exec('BEGIN');
+  try {
+    await session.exec(baseline.sql);
+    for (const migration of covered)
+      await session.query('INSERT INTO runledger_migrations (version, name, checksum) VALUES ($1, $2, $3)', [
+        migration.version,
+        migration.name,
+        migration.checksum,
+      ]);
+    await session.exec('COMMIT');
+  } catch (error) {
+    await session.exec('ROLLBACK');
+    throw new MigrationError(
+      'MIGRATION_FAILED',
+      `the baseline ${baseline.version} failed: ${String(error)}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 

@@ -37,10 +37,16 @@ import {
   toolOutcomeServerToolWeekly,
   toolOutcomeWeekly,
 } from '../../drizzle/schema.ts';
-import { currentVersion, loadMigrations, MigrationError, migrate } from '../../src/db/migrator.ts';
+import {
+  currentVersion,
+  loadBaseline,
+  loadMigrations,
+  MigrationError,
+  migrate,
+} from '../../src/db/migrator.ts';
 import { DURATION_BUCKETS, DURATION_THRESHOLDS_MS } from '../../src/domain/duration-histogram.ts';
 import { RunStep } from '../../src/domain/run-step.ts';
-import { describeTables } from '../support/catalog.ts';
+import { describeSchema, describeTables } from '../support/catalog.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 const latest = Math.max(...loadMigrations().map((m) => m.version));
@@ -56,6 +62,55 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       expect(await currentVersion(database.handle)).toBe(latest);
     } finally {
       await database.dispose();
+    }
+  });
+
+  it('create a fresh database from the baseline in one step, ending in the schema and answers of every migration applied one by one', async () => {
+    const baseline = loadBaseline();
+    expect(baseline?.version).toBeGreaterThan(1);
+    const stepwise = await openTestDatabase(backend, { migrateTo: 0 });
+    const fresh = await openTestDatabase(backend, { migrateTo: 0 });
+    try {
+      const lines: string[] = [];
+      await migrate(stepwise.handle, { baseline: null });
+      await migrate(fresh.handle, { log: (line) => lines.push(line) });
+      expect(lines[0]).toMatch(/^created from the baseline of \d{4}_\w+ \(\d+ migrations in one step\)$/);
+      expect(await currentVersion(fresh.handle)).toBe(latest);
+      const [before, after] = [await describeSchema(stepwise.handle), await describeSchema(fresh.handle)];
+      expect(after.tables.length).toBeGreaterThan(30);
+      expect(after.functions.length).toBeGreaterThan(10);
+      expect(after.triggers.length).toBeGreaterThan(4);
+      expect(after).toEqual(before);
+      // The same history: an upgrade goes on from either the same way.
+      const history = (handle: typeof fresh.handle) =>
+        handle.withSession((s) =>
+          s.query('SELECT version, name, checksum FROM runledger_migrations ORDER BY 1'),
+        );
+      expect(await history(fresh.handle)).toEqual(await history(stepwise.handle));
+      // The same answers: the same writes, folded, counted the same.
+      const writes = `
+        INSERT INTO runs (uuid, owner, configuration, status) VALUES ('00000000-0000-4000-8000-000000000001', 'alice', 'c', 'running');
+        INSERT INTO run_steps (run_id, sequence, kind, occurred_at, duration_ms, tool_name, server, tool_is_error, tool_outcome)
+        SELECT (SELECT id FROM runs), g, 'tool', timestamptz '2026-06-01 10:00Z' + g * interval '9 minutes', g * 13,
+               'tool_' || (g % 3), 'srv', g % 4 = 0, CASE WHEN g % 8 = 0 THEN 'cancelled' WHEN g % 4 = 0 THEN 'failed' END
+          FROM generate_series(1, 60) AS g;
+        DELETE FROM run_steps WHERE sequence % 7 = 0;
+        SELECT tool_outcome_rollups_fold(1000000);`;
+      const answers = async (handle: typeof fresh.handle) => {
+        await handle.withSession((s) => s.exec(writes));
+        return handle.withSession((s) =>
+          s.query(
+            `SELECT week, owner, tool_name, ok, failed, cancelled, durations::text AS durations
+               FROM tool_outcome_owner_tool_weekly ORDER BY 1, 2, 3`,
+          ),
+        );
+      };
+      const stepwiseAnswers = await answers(stepwise.handle);
+      expect(stepwiseAnswers.length).toBe(3);
+      expect(await answers(fresh.handle)).toEqual(stepwiseAnswers);
+    } finally {
+      await stepwise.dispose();
+      await fresh.dispose();
     }
   });
 
