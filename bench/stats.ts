@@ -559,7 +559,7 @@ async function writeTail(client: pg.Client, count: number, end: Date): Promise<v
   for (let i = 0; i < count; i += 1)
     await client.query(
       `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
-       VALUES ($1, (SELECT coalesce(max(sequence), 0) + 1 FROM run_steps WHERE run_id = $1), 'tool', 1, $3, $4, 'tool_' || ($2 % 7), 'server_' || ($2 % 5), $2 % 9 = 0,
+       VALUES ($1, (SELECT coalesce(max(sequence), 0) + 1 FROM run_steps WHERE run_id = $1), 'tool', 1, $3, $4, 'tool_' || ($2 % 7), 'server_' || ($2 % 5), $2 % 9 = 0 OR $2 % 13 = 0,
                CASE WHEN $2 % 9 = 0 THEN 'failed' WHEN $2 % 13 = 0 THEN 'cancelled' ELSE 'ok' END)`,
       [ids[i % ids.length], i, 1 + ((i * 37) % 4000), new Date(end.getTime() - ((i * 7919) % 86_400_000))],
     );
