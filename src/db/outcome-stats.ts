@@ -169,7 +169,11 @@ function toCell(
 /** Tool calls in [from, to), straight from run_steps: one row per group and duration bucket. */
 async function rawCells(db: Database, query: StatsQuery, from: Date, to: Date): Promise<StatsCell[]> {
   const durations = query.durations ?? true;
-  const rows = await selectRows<Row>(db, rawStatement(query, from, to));
+  return bucketRowCells(await selectRows<Row>(db, rawStatement(query, from, to)), durations);
+}
+
+/** Rows of one duration bucket each (or of none, without durations) as cells, each histogram its bucket's calls. */
+function bucketRowCells(rows: readonly Row[], durations: boolean): StatsCell[] {
   return rows.map((row) => {
     if (!durations) return toCell(row, NO_DURATIONS);
     const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
@@ -891,13 +895,10 @@ function tailStatement(
 async function tailCells(db: Database, query: StatsQuery, spans: readonly TailSpan[]): Promise<StatsCell[]> {
   if (spans.length === 0) return [];
   const durations = query.durations ?? true;
-  const rows = await selectRows<Row>(db, tailStatement(query, spans, { buckets: true, durations }));
-  return rows.map((row) => {
-    if (!durations) return toCell(row, NO_DURATIONS);
-    const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
-    histogram[row.duration_bucket ?? 0] = Number(row.ok) + Number(row.failed) + Number(row.cancelled);
-    return toCell(row, histogram);
-  });
+  return bucketRowCells(
+    await selectRows<Row>(db, tailStatement(query, spans, { buckets: true, durations })),
+    durations,
+  );
 }
 
 async function cellsOfSegments(
