@@ -9,6 +9,8 @@ export default defineConfig({
   resolve: { alias: { graphql: graphqlEntry } },
   test: {
     include: ['test/**/*.test.ts'],
+    // Measurements run alone, after the suite (vitest.timing.config.ts): never beside other tests' load.
+    exclude: ['test/timing/**', '**/node_modules/**'],
     // Generates the typed operations of the tests (test/support/codegen.ts).
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 30_000,

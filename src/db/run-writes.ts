@@ -1,13 +1,15 @@
 import { and, asc, eq, gte, isNull, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
+import type { Owners } from '../domain/permissions.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
 import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
 import { forgetKey } from './api-keys.ts';
 import type { Database } from './connection.ts';
+import { inJsonbKeyOrder } from './jsonb.ts';
 import { runNoticeSql } from './notices.ts';
-import type { RunRow } from './runs.ts';
+import { ofOwners, type RunRow } from './runs.ts';
 import type { StepRow } from './steps.ts';
 
 /**
@@ -173,9 +175,17 @@ export async function appendInOneStatement(
       const ids = raw.ids ?? [];
       const first = raw.firstSequence ?? 0;
       if (ids.length !== records.length) throw new Error('append_run_steps stored another number of steps');
-      // The rows as sent: the column values are those the statement stored.
+      // The rows as sent: the column values are those the statement stored, and the jsonb
+      // columns in the form they are stored in, as a replay reads them.
       const steps = records.map(
-        (record, i): StepRow => ({ ...record, id: ids[i] ?? 0, runId: run.id, sequence: first + i }),
+        (record, i): StepRow => ({
+          ...record,
+          payload: inJsonbKeyOrder(record.payload),
+          metadata: inJsonbKeyOrder(record.metadata),
+          id: ids[i] ?? 0,
+          runId: run.id,
+          sequence: first + i,
+        }),
       );
       return { outcome: raw.outcome, run, steps, announced: row?.announced === true };
     }
@@ -201,9 +211,18 @@ export async function insertRunUnlessPresent(db: Database, run: RunInsert): Prom
   return row ?? null;
 }
 
-/** Locks the run for the rest of the transaction; null when there is none. */
-export async function lockRun(tx: Transaction, runUuid: string): Promise<RunRow | null> {
-  const [run] = await tx.select().from(runs).where(eq(runs.uuid, runUuid)).for('update');
+/**
+ * Locks the run for the rest of the transaction; null when there is none among
+ * the owners' (null: any owner). A run of another owner is neither read nor
+ * locked: the filter is applied before the lock.
+ */
+export async function lockRun(tx: Transaction, runUuid: string, owners: Owners): Promise<RunRow | null> {
+  if (owners?.length === 0) return null;
+  const [run] = await tx
+    .select()
+    .from(runs)
+    .where(and(eq(runs.uuid, runUuid), ofOwners(owners)))
+    .for('update');
   return run ?? null;
 }
 
@@ -329,7 +348,7 @@ export async function setOpenStatus(
  */
 export async function appendLegacyToolStep(db: Database, runUuid: string, call: ToolCall, isError: boolean) {
   await db.transaction(async (tx) => {
-    const run = await lockRun(tx, runUuid);
+    const run = await lockRun(tx, runUuid, null);
     if (!run) throw new Error(`no run ${runUuid}`);
     // Numbered like every other step: under the run's lock, after the last one stored.
     await tx.insert(runSteps).values({

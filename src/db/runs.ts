@@ -1,5 +1,6 @@
 import { and, desc, eq, gte, inArray, lt, or, type SQL, sql } from 'drizzle-orm';
 import { runSteps, runs } from '../../drizzle/schema.ts';
+import type { Owners } from '../domain/permissions.ts';
 import type { RunStatus } from '../domain/run-status.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { Database } from './connection.ts';
@@ -80,18 +81,36 @@ export async function countRuns(db: Database, filter: RunFilter): Promise<number
   return db.$count(runs, and(...filterConditions(filter)));
 }
 
-export async function findRunsByUuids(db: Database, uuids: readonly string[]): Promise<RunRow[]> {
-  if (uuids.length === 0) return [];
-  return db
-    .select()
-    .from(runs)
-    .where(inArray(runs.uuid, [...uuids]));
+/**
+ * Only runs of these owners (null: any). A run of another owner is filtered
+ * out by the statement that finds it: it is never sent back, nor locked, and a
+ * refusal costs what the refusal of a run that does not exist costs.
+ */
+export function ofOwners(owners: Owners): SQL | undefined {
+  return owners === null ? undefined : inArray(runs.owner, [...owners]);
 }
 
-export async function findRunsByIds(db: Database, ids: readonly number[]): Promise<RunRow[]> {
-  if (ids.length === 0) return [];
+/** The runs of these uuids among the owners' (default: any owner's); no statement when none can match. */
+export async function findRunsByUuids(
+  db: Database,
+  uuids: readonly string[],
+  owners: Owners = null,
+): Promise<RunRow[]> {
+  if (uuids.length === 0 || owners?.length === 0) return [];
   return db
     .select()
     .from(runs)
-    .where(inArray(runs.id, [...ids]));
+    .where(and(inArray(runs.uuid, [...uuids]), ofOwners(owners)));
+}
+
+export async function findRunsByIds(
+  db: Database,
+  ids: readonly number[],
+  owners: Owners = null,
+): Promise<RunRow[]> {
+  if (ids.length === 0 || owners?.length === 0) return [];
+  return db
+    .select()
+    .from(runs)
+    .where(and(inArray(runs.id, [...ids]), ofOwners(owners)));
 }

@@ -1,10 +1,12 @@
 import { and, asc, eq, getTableColumns, gt, inArray, lte, type SQL, sql } from 'drizzle-orm';
-import { runSteps } from '../../drizzle/schema.ts';
+import { runSteps, runs } from '../../drizzle/schema.ts';
 import { NO_OUTCOMES, type OutcomeTally } from '../domain/outcome-counts.ts';
+import type { Owners } from '../domain/permissions.ts';
 import type { StepKind } from '../domain/step-kind.ts';
 import type { TimelineRecord } from '../domain/timeline.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
+import { ofOwners } from './runs.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 import { isoInstantOfTimestamp } from './timestamps.ts';
 
@@ -113,12 +115,20 @@ export async function timelineRowsOfRun(
   return rows as TimelineRow[];
 }
 
-export async function findStepsByIds(db: Database, ids: readonly number[]): Promise<StepMetaRow[]> {
-  if (ids.length === 0) return [];
+/** The steps of these ids in runs of the owners (default: any owner's run), in one statement. */
+export async function findStepsByIds(
+  db: Database,
+  ids: readonly number[],
+  owners: Owners = null,
+): Promise<StepMetaRow[]> {
+  if (ids.length === 0 || owners?.length === 0) return [];
+  const byId = inArray(runSteps.id, [...ids]);
+  if (owners === null) return db.select(stepMetaColumns).from(runSteps).where(byId);
   return db
     .select(stepMetaColumns)
     .from(runSteps)
-    .where(inArray(runSteps.id, [...ids]));
+    .innerJoin(runs, eq(runs.id, runSteps.runId))
+    .where(and(byId, ofOwners(owners)));
 }
 
 /** The payloads of these steps, read only when a client asks for them. */

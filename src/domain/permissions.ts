@@ -45,9 +45,22 @@ export function requireSomeCancelPermission(actor: Actor): void {
   if (!can(actor, 'cancel_any_run')) requirePermission(actor, 'cancel_own_runs');
 }
 
+/**
+ * The owners whose runs an actor may act on in some way: null for every owner,
+ * else a list (empty: none). Storage applies it in the statement that finds the
+ * run, so a run the actor may not act on is never read, locked or told apart
+ * from a run that does not exist.
+ */
+export type Owners = readonly string[] | null;
+
+/** Whether a run of this owner is among the owners. */
+export function ownersAdmit(owners: Owners, owner: string): boolean {
+  return owners === null || owners.includes(owner);
+}
+
 /** Whose runs an actor sees: everyone's with read_all_runs, else its own (if it may read them). */
 export function canSeeRunOf(actor: Actor, owner: string): boolean {
-  return can(actor, 'read_all_runs') || (can(actor, 'read_own_runs') && owner === actor.name);
+  return ownersAdmit(visibleOwners(actor), owner);
 }
 
 /** Registered MCP servers are listed to anyone who may read runs or manage servers. */
@@ -56,7 +69,7 @@ export function canListServers(actor: Actor): boolean {
 }
 
 /** Owners to restrict a listing to; null means no restriction. */
-export function visibleOwners(actor: Actor): readonly string[] | null {
+export function visibleOwners(actor: Actor): Owners {
   if (can(actor, 'read_all_runs')) return null;
   return can(actor, 'read_own_runs') ? [actor.name] : [];
 }
@@ -67,23 +80,29 @@ export function requirePermission(actor: Actor, permission: Permission): void {
 }
 
 /** Steps go into one's own runs only, and only with record. */
+export function recordableOwners(actor: Actor): Owners {
+  return can(actor, 'record') ? [actor.name] : [];
+}
+
 export function canRecordIntoRunOf(actor: Actor, owner: string): boolean {
-  return can(actor, 'record') && owner === actor.name;
+  return ownersAdmit(recordableOwners(actor), owner);
 }
 
 /** An operator may cancel any run with cancel_any_run, its own with cancel_own_runs. */
+export function cancellableOwners(actor: Actor): Owners {
+  if (can(actor, 'cancel_any_run')) return null;
+  return can(actor, 'cancel_own_runs') ? [actor.name] : [];
+}
+
 export function canCancelRunOf(actor: Actor, owner: string): boolean {
-  return can(actor, 'cancel_any_run') || (can(actor, 'cancel_own_runs') && owner === actor.name);
+  return ownersAdmit(cancellableOwners(actor), owner);
 }
 
 /**
  * The owners a listing may show: what was asked for, cut to what the actor
  * may see. null: no restriction; empty: nothing at all.
  */
-export function restrictOwners(
-  actor: Actor,
-  requested: readonly string[] | null | undefined,
-): readonly string[] | null {
+export function restrictOwners(actor: Actor, requested: readonly string[] | null | undefined): Owners {
   const allowed = visibleOwners(actor);
   const asked = requested?.length ? requested : null;
   if (allowed === null) return asked;

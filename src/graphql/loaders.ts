@@ -12,7 +12,7 @@ import {
   timelineRowsOfRun,
 } from '../db/steps.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally } from '../domain/outcome-counts.ts';
-import { canSeeRunOf } from '../domain/permissions.ts';
+import { visibleOwners } from '../domain/permissions.ts';
 import { serverOutcomeCounts } from '../ledger/outcome-stats.ts';
 import type { Scope } from '../ledger/scope.ts';
 
@@ -41,10 +41,11 @@ export interface StepSliceKey {
  */
 export function createLoaders(scope: Scope) {
   const { db, actor } = scope;
-  const visible = (run: RunRow | undefined) => (run && canSeeRunOf(actor, run.owner) ? run : null);
+  // Applied by the statements themselves: a run the actor may not see is never read.
+  const owners = visibleOwners(actor);
   const runById = new DataLoader<number, RunRow | null>(async (ids) => {
-    const rows = byKey(await findRunsByIds(db, ids), (r) => r.id);
-    return ids.map((id) => visible(rows.get(id)));
+    const rows = byKey(await findRunsByIds(db, ids, owners), (r) => r.id);
+    return ids.map((id) => rows.get(id) ?? null);
   });
   return {
     /** Tool calls per MCP server over the last 30 days, in runs the actor may see: one statement for all servers. */
@@ -52,8 +53,8 @@ export function createLoaders(scope: Scope) {
       serverOutcomeCounts(scope, servers),
     ),
     runByUuid: new DataLoader<string, RunRow | null>(async (uuids) => {
-      const rows = byKey(await findRunsByUuids(db, uuids), (r) => r.uuid);
-      return uuids.map((uuid) => visible(rows.get(uuid)));
+      const rows = byKey(await findRunsByUuids(db, uuids, owners), (r) => r.uuid);
+      return uuids.map((uuid) => rows.get(uuid) ?? null);
     }),
     runById,
     /** Runs a filter selects, under the visibility already applied to it: one count per filter. */
@@ -62,13 +63,8 @@ export function createLoaders(scope: Scope) {
       { cacheKeyFn: (filter) => JSON.stringify(filter) },
     ),
     stepById: new DataLoader<number, StepMetaRow | null>(async (ids) => {
-      const rows = byKey(await findStepsByIds(db, ids), (r) => r.id);
-      return Promise.all(
-        ids.map(async (id) => {
-          const step = rows.get(id);
-          return step && (await runById.load(step.runId)) ? step : null;
-        }),
-      );
+      const rows = byKey(await findStepsByIds(db, ids, owners), (r) => r.id);
+      return ids.map((id) => rows.get(id) ?? null);
     }),
     toolOutcomeTally: new DataLoader<number, OutcomeTally>(async (runIds) => {
       const tallies = await tallyToolOutcomesOfRuns(db, runIds);

@@ -3,7 +3,7 @@ import { findRunsByUuids } from '../db/runs.ts';
 import { InvalidInputError, RunNotFoundError } from '../domain/errors.ts';
 import { checkInteger, Limits } from '../domain/limits.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
-import { canRecordIntoRunOf, requirePermission } from '../domain/permissions.ts';
+import { recordableOwners, requirePermission } from '../domain/permissions.ts';
 import { checkRunTakesCalls } from '../domain/run-lifecycle.ts';
 import type { RunStatus } from '../domain/run-status.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
@@ -80,13 +80,14 @@ export async function callTool(
   const call = checkedCall(input);
   const server = await findMcpServer(db, call.server);
   if (!server) throw serverNotFound(call.server);
-  const [found] = await findRunsByUuids(db, [call.runUuid]);
-  if (!found || !canRecordIntoRunOf(actor, found.owner)) throw new RunNotFoundError(call.runUuid);
+  const owners = recordableOwners(actor);
+  const [found] = await findRunsByUuids(db, [call.runUuid], owners);
+  if (!found) throw new RunNotFoundError(call.runUuid);
   // In flight, for live streams on every instance, from before the status is read until the step is
   // stored: a stream of the run ends only once no call is left that could still add a step.
   const release = await scope.events?.holdCall(found.id);
   try {
-    const [run] = release ? await findRunsByUuids(db, [call.runUuid]) : [found];
+    const [run] = release ? await findRunsByUuids(db, [call.runUuid], owners) : [found];
     if (!run) throw new RunNotFoundError(call.runUuid);
     checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
 

@@ -3,8 +3,9 @@ import { lockRun, setTerminal } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import { RunNotFoundError } from '../domain/errors.ts';
 import {
-  canCancelRunOf,
-  canRecordIntoRunOf,
+  cancellableOwners,
+  type Owners,
+  recordableOwners,
   requirePermission,
   requireSomeCancelPermission,
 } from '../domain/permissions.ts';
@@ -18,16 +19,16 @@ export interface RunEnding {
   status: RunStatus;
   reason: TerminationReason;
   finishedAt?: Date;
-  /** Whether the run's owner lets the caller end it; a run it may not end is not found. Omitted by trusted writers only. */
-  mayEnd?: (owner: string) => boolean;
+  /** The owners whose runs the caller may end (null: any); a run it may not end is not found. Omitted by trusted writers only. */
+  owners?: Owners;
 }
 
 /** Ends a run in a terminal status. A run ends once; ending it again is refused and changes nothing. */
 export function endRun(db: Database, ending: RunEnding): Promise<RunRow> {
   checkTermination(ending.status, ending.reason);
   return db.transaction(async (tx) => {
-    const run = await lockRun(tx, ending.runUuid);
-    if (!run || (ending.mayEnd && !ending.mayEnd(run.owner))) throw new RunNotFoundError(ending.runUuid);
+    const run = await lockRun(tx, ending.runUuid, ending.owners ?? null);
+    if (!run) throw new RunNotFoundError(ending.runUuid);
     checkRunCanEnd({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
     const row = await setTerminal(tx, run.id, {
       status: ending.status,
@@ -49,7 +50,7 @@ export async function finishRun(
     runUuid: checkUuid(input.uuid, 'uuid'),
     status: input.status,
     reason: input.terminationReason,
-    mayEnd: (owner) => canRecordIntoRunOf(actor, owner),
+    owners: recordableOwners(actor),
   });
   await events?.runChanged(run.uuid);
   return run;
@@ -72,7 +73,7 @@ export async function cancelRun(
     runUuid: checkUuid(input.uuid, 'uuid'),
     status: 'cancelled',
     reason: 'cancelled',
-    mayEnd: (owner) => canCancelRunOf(actor, owner),
+    owners: cancellableOwners(actor),
   });
   inFlight.abortCallsOf(run.uuid);
   await events?.runCancelled(run.uuid);

@@ -152,8 +152,7 @@ async function runOfGroup(tx: Transaction, owner: string, group: SpanGroup): Pro
     createdAt,
     startedAt: createdAt,
   });
-  const run = await lockRun(tx, group.uuid);
-  return run && run.owner === owner ? run : null;
+  return lockRun(tx, group.uuid, [owner]);
 }
 
 interface GroupOutcome {

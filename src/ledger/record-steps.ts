@@ -19,7 +19,7 @@ import {
 } from '../domain/errors.ts';
 import { requestFingerprint } from '../domain/idempotency.ts';
 import { checkBoolean, checkName, checkString, Limits } from '../domain/limits.ts';
-import { canRecordIntoRunOf, requirePermission } from '../domain/permissions.ts';
+import { requirePermission } from '../domain/permissions.ts';
 import { checkRunAcceptsSteps } from '../domain/run-lifecycle.ts';
 import { type RunRollups, stepRollups } from '../domain/run-rollups.ts';
 import { isTerminalStatus, RUN_STATUSES, type RunStatus } from '../domain/run-status.ts';
@@ -40,10 +40,12 @@ import {
 
 export interface AppendRequest {
   runUuid: string;
-  /** Whether the run's owner lets the writer in; a run it may not write to is not found. Omitted by trusted writers only. */
-  mayWriteTo?: (owner: string) => boolean;
-  /** The owner whose runs `mayWriteTo` admits as a matter of course: the one-statement path takes only these. */
-  writesAs?: string;
+  /**
+   * The only owner whose run takes the steps: a run of another is not found,
+   * by the same statements as a run that does not exist. Omitted by trusted
+   * writers only.
+   */
+  owner?: string;
   /** A client's retry key, scoped to the run. */
   idempotencyKey?: string | null;
   /** What the request said, for telling a retry from a different request with the same key. */
@@ -106,7 +108,7 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
   }
   const done = await appendInOneStatement(db, {
     runUuid: request.runUuid,
-    owner: request.mayWriteTo ? (request.writesAs ?? '') : null,
+    owner: request.owner ?? null,
     keyHash: request.keyHash ?? null,
     idempotencyKey: key,
     fingerprint,
@@ -136,10 +138,8 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
 async function appendJudged(db: Database, request: AppendRequest): Promise<AppendResult> {
   return db.transaction(async (tx) => {
     if (request.keyHash && !(await isKeyActive(tx, request.keyHash))) throw new KeyNotActiveError();
-    const run = await lockRun(tx, request.runUuid);
-    if (!run || (request.mayWriteTo && !request.mayWriteTo(run.owner))) {
-      throw new RunNotFoundError(request.runUuid);
-    }
+    const run = await lockRun(tx, request.runUuid, request.owner === undefined ? null : [request.owner]);
+    if (!run) throw new RunNotFoundError(request.runUuid);
     const key = request.idempotencyKey ?? null;
     const fingerprint = request.fingerprint ?? '';
     if (key !== null) {
@@ -229,8 +229,8 @@ export async function recordPermitted(
   });
   const result = await appendSteps(db, {
     runUuid: checked.runUuid,
-    mayWriteTo: (owner) => canRecordIntoRunOf(actor, owner),
-    writesAs: actor.name,
+    // The record permission was checked: the actor's own runs take its steps.
+    owner: actor.name,
     idempotencyKey: checked.key,
     // Only a request with a retry key is ever compared with another.
     fingerprint: checked.key === null ? '' : requestFingerprint(request),

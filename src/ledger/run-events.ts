@@ -4,7 +4,7 @@ import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
 import { type StepRow, stepsOfRunAfter } from '../db/steps.ts';
 import { RunNotFoundError, SubscriptionLimitError } from '../domain/errors.ts';
 import { checkInteger, LIVE_LIMITS, Limits } from '../domain/limits.ts';
-import { type Actor, canSeeRunOf } from '../domain/permissions.ts';
+import { type Actor, visibleOwners } from '../domain/permissions.ts';
 import { isTerminalStatus, type RunStatus } from '../domain/run-status.ts';
 import { checkUuid } from '../domain/uuid.ts';
 import type { Scope } from './scope.ts';
@@ -216,9 +216,9 @@ export class RunEvents {
       input.afterSequence == null
         ? 0
         : checkInteger(input.afterSequence, 'afterSequence', 0, Limits.maxSequence);
-    const [run] = await findRunsByUuids(db, [uuid]);
-    // Hidden answers like missing: the same error, the same code.
-    if (!run || !canSeeRunOf(actor, run.owner)) throw new RunNotFoundError(uuid);
+    // Hidden answers like missing: the same statement, the same error, the same code.
+    const [run] = await findRunsByUuids(db, [uuid], visibleOwners(actor));
+    if (!run) throw new RunNotFoundError(uuid);
     const slot = this.#claim(actor);
     const wakeup = new Wakeup();
     // Registered before the first read: a change committed while it reads still wakes it.
