@@ -260,6 +260,36 @@ describe.each(backendNames)('OTLP ingestion at /v1/traces (%s)', (backend) => {
     expect(run.status).toBe('RUNNING');
   });
 
+  it('another sender of the same trace and conversation gets runs of its own: no span names a run it may not see', async () => {
+    const configuration = 'support-two-senders';
+    const agent = await agentTrace(configuration, async (tracer, parent) => {
+      tracer
+        .startSpan('turn', { attributes: { [ATTR_GEN_AI_CONVERSATION_ID]: 'conv-shared' } }, parent)
+        .end();
+    });
+    expect((await exportSpans('protobuf', agent.spans, { url: endpoint, headers: await auth() })).code).toBe(
+      0,
+    );
+    const first = await onlyRun(configuration);
+    const other = await api.keyFor('other-agent', PERMISSIONS);
+    const again = await exportSpans('json', agent.spans, {
+      url: endpoint,
+      headers: { Authorization: `Bearer ${other}` },
+    });
+    // Accepted whole, as a trace new to that sender is: nothing rejected, nothing said about the first run.
+    expect(again).toMatchObject({ code: 0 });
+    expect(await onlyRun(configuration)).toEqual(first);
+    const theirs = await api.query<{ runs: { edges: Array<{ node: RunView }> } }>(
+      RUN_QUERY,
+      { configuration: [configuration] },
+      { actor: 'other-agent', permissions: ['read_own_runs'] },
+    );
+    const [run] = theirs.data?.runs.edges.map((edge) => edge.node) ?? [];
+    expect(run?.uuid).toBeDefined();
+    expect(run?.uuid).not.toBe(first.uuid);
+    expect(steps(run as RunView).map((s) => s.sequence)).toEqual(steps(first).map((s) => s.sequence));
+  });
+
   it('runledger.tool.outcome and an MCP notifications/cancelled decide before the status does', async () => {
     const configuration = 'support-evidence';
     const agent = await agentTrace(configuration, async (tracer, parent) => {
