@@ -7,6 +7,7 @@ import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
 import { RunEvents } from './ledger/run-events.ts';
 import { StatsFolder } from './ledger/stats-folder.ts';
+import { InFlightCalls } from './mcp/in-flight-calls.ts';
 import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { mcpSettingsFromEnv } from './mcp/settings.ts';
@@ -17,6 +18,12 @@ export interface App {
   graphqlEndpoint: string;
   /** Ends the live streams, which would otherwise keep a stop waiting. */
   endStreams(): void;
+  /**
+   * Cuts off the MCP calls on the wire (MCP_SERVICE_STOPPING: cancelled, not
+   * the server's failure) and waits, up to CALLS_STOP_WAIT_MS, until their
+   * steps are stored and their requests answered.
+   */
+  stopCalls(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -46,6 +53,9 @@ function statsFoldFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   return value === 'on';
 }
 
+/** How long a stop waits for the MCP calls it cut off to store their steps. */
+const CALLS_STOP_WAIT_MS = 5_000;
+
 /** The database opened and migrated, a first key on a fresh install, and the GraphQL server on it. */
 export async function openApp(): Promise<App> {
   const folds = statsFoldFromEnv();
@@ -74,14 +84,21 @@ export async function openApp(): Promise<App> {
     `live runs: ${channel.kind === 'postgres' ? 'LISTEN/NOTIFY on PostgreSQL' : 'in this process'}`,
   );
   const events = new RunEvents(channel);
-  const yoga = createServer({ handle, sessions, events });
+  const calls = new InFlightCalls();
+  const yoga = createServer({ handle, sessions, events, calls });
   return {
     listener: yoga,
     graphqlEndpoint: yoga.graphqlEndpoint,
     endStreams: () => events.endStreams(),
+    stopCalls: async () => {
+      if (!(await calls.stop(CALLS_STOP_WAIT_MS))) {
+        console.log(`MCP calls still storing their steps after ${CALLS_STOP_WAIT_MS} ms: stopping anyway`);
+      }
+    },
     // After the HTTP server has let its requests finish: MCP sessions (DELETE, processes stopped), the
     // live channel, then the database.
     close: async () => {
+      await calls.stop(CALLS_STOP_WAIT_MS);
       await sessions.close();
       await events.close();
       await folder.stop();

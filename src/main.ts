@@ -53,6 +53,8 @@ async function shutdown(signal: string): Promise<void> {
   const closed = new Promise<void>((resolve) => http.close(() => resolve()));
   http.closeIdleConnections();
   app?.endStreams();
+  // Calls on the wire are cut off now and answered as such (MCP_SERVICE_STOPPING), not left to the grace.
+  await app?.stopCalls();
   const grace = setTimeout(() => {
     console.log(`requests still open after ${SHUTDOWN_GRACE_MS} ms: closing them`);
     http.closeAllConnections();

@@ -18,6 +18,7 @@ type DetailLabelKey =
   | 'runs.detail.result'
   | 'runs.detail.failure'
   | 'runs.detail.sessionStart'
+  | 'runs.detail.serviceStopping'
   | 'runs.detail.artifacts.one'
   | 'runs.detail.artifacts.other'
   | 'runs.detail.messages'
@@ -47,6 +48,7 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.result': 'result {bytes} B',
     'runs.detail.failure': 'failed: {code}',
     'runs.detail.sessionStart': 'session start {ms} ms',
+    'runs.detail.serviceStopping': 'cut off: runledger stopped',
     'runs.detail.artifacts.one': '{count} artifact',
     'runs.detail.artifacts.other': '{count} artifacts',
     'runs.detail.messages': '{count} messages',
@@ -75,6 +77,7 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.result': 'Ergebnis {bytes} B',
     'runs.detail.failure': 'fehlgeschlagen: {code}',
     'runs.detail.sessionStart': 'Sitzungsstart {ms} ms',
+    'runs.detail.serviceStopping': 'abgebrochen: runledger wurde beendet',
     'runs.detail.artifacts.one': '{count} Artefakt',
     'runs.detail.artifacts.other': '{count} Artefakte',
     'runs.detail.messages': '{count} Nachrichten',

@@ -14,9 +14,18 @@ export interface RunState {
   finishedAt: Date | null;
 }
 
-/** When the call behind a step began: it ended at occurredAt after durationMs. */
+/**
+ * When the call behind a step began: it ended at occurredAt after durationMs,
+ * and before that, when the call opened the session it ran on (or waited for
+ * one that never opened), sessionStartMs went by.
+ */
 export function callStartedAt(step: RunStep): Date {
-  return new Date(step.occurredAt.getTime() - step.durationMs);
+  const sessionStart = step.metadata.sessionStartMs;
+  const waited =
+    typeof sessionStart === 'number' && Number.isSafeInteger(sessionStart) && sessionStart > 0
+      ? sessionStart
+      : 0;
+  return new Date(step.occurredAt.getTime() - step.durationMs - waited);
 }
 
 /**

@@ -62,6 +62,25 @@ export interface RunStepProps {
   metadata?: JsonObject;
 }
 
+/** What a stored row says of its outcome, and its public facts. */
+interface OutcomeRecord {
+  kind: string;
+  toolIsError: boolean | null;
+  toolOutcome: string | null;
+  metadata: Record<string, unknown>;
+}
+
+/** The stated code of a step with this outcome, when it is a well-formed one. */
+function codeOf(
+  record: OutcomeRecord,
+  outcome: ToolOutcome,
+  fact: 'failureCode' | 'cancelCode',
+): string | null {
+  if (statedOutcome(record.kind, record.toolIsError, record.toolOutcome) !== outcome) return null;
+  const code = record.metadata[fact];
+  return typeof code === 'string' && FAILURE_CODE.test(code) ? code : null;
+}
+
 function refuse(code: StepRefusalCode, message: string): never {
   throw new StepInvariantError(code, message);
 }
@@ -171,15 +190,13 @@ export class RunStep {
   }
 
   /** Why a stored tool step failed, as its stable code; null for any other step, or when it states none. */
-  static failureCodeOf(record: {
-    kind: string;
-    toolIsError: boolean | null;
-    toolOutcome: string | null;
-    metadata: Record<string, unknown>;
-  }): string | null {
-    if (statedOutcome(record.kind, record.toolIsError, record.toolOutcome) !== 'failed') return null;
-    const code = record.metadata.failureCode;
-    return typeof code === 'string' && FAILURE_CODE.test(code) ? code : null;
+  static failureCodeOf(record: OutcomeRecord): string | null {
+    return codeOf(record, 'failed', 'failureCode');
+  }
+
+  /** Who cut a cancelled tool step off (MCP_CALL_CANCELLED, MCP_SERVICE_STOPPING); null for any other step. */
+  static cancelCodeOf(record: OutcomeRecord): string | null {
+    return codeOf(record, 'cancelled', 'cancelCode');
   }
 
   /** A stored row, read back through the same refusals a new step meets. */

@@ -129,6 +129,8 @@ export class RunTrace {
         artifactCount: result.artifacts.length,
         // Why it failed is public; the server's own words stay in the payload.
         ...(result.failureCode === null ? {} : { failureCode: result.failureCode }),
+        // So is who cut a cancelled call off: never the server.
+        ...(result.cancelCode === null ? {} : { cancelCode: result.cancelCode }),
         ...(call.sessionStartMs == null ? {} : { sessionStartMs: call.sessionStartMs }),
         ...repairFacts(repairs),
       },

@@ -3,7 +3,7 @@ import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import { isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
-import type { WriteTarget } from './tool-result.ts';
+import { ToolCancel, type WriteTarget } from './tool-result.ts';
 
 export interface TimelineEntry {
   sequence: number;
@@ -34,6 +34,7 @@ export const DETAIL_FACTS = [
   'messageCount',
   'droppedCount',
   'failureCode',
+  'cancelCode',
   'sessionStartMs',
 ] as const;
 
@@ -122,6 +123,9 @@ export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   // The code is a stable name in every locale; only the words around it are translated.
   if (step.outcome === 'failed' && typeof facts.failureCode === 'string') {
     line = and(line, label(locale, 'runs.detail.failure', { code: facts.failureCode }));
+  }
+  if (step.outcome === 'cancelled' && facts.cancelCode === ToolCancel.ServiceStopping) {
+    line = and(line, label(locale, 'runs.detail.serviceStopping'));
   }
   if (typeof facts.sessionStartMs === 'number') {
     line = and(line, label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));

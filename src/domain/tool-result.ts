@@ -39,6 +39,17 @@ export const ToolFailure = {
   ToolError: 'TOOL_ERROR',
 } as const;
 
+/**
+ * Who cut a cancelled call off, when the service itself made the call (callTool):
+ * never the server, so neither is a failure or counts in a failure rate.
+ */
+export const ToolCancel = {
+  /** The run was cancelled while the call was on the wire. */
+  RunCancelled: 'MCP_CALL_CANCELLED',
+  /** runledger stopped (SIGTERM) while the call was on the wire; the run stays open. */
+  ServiceStopping: 'MCP_SERVICE_STOPPING',
+} as const;
+
 /** A failure code: a stable name in upper case, at most 64 characters. */
 export const FAILURE_CODE = /^[A-Z][A-Z0-9_]{0,63}$/;
 
@@ -77,6 +88,12 @@ export class ToolResult {
     readonly writeTarget: WriteTarget | null,
     /** Why a failed call failed, as a stable code (TOOL_ERROR, MCP_*); null when not stated, and on ok and cancelled. */
     readonly failureCode: string | null = null,
+    /**
+     * Who cut a cancelled call off, as a stable code: MCP_CALL_CANCELLED (the
+     * run was cancelled), MCP_SERVICE_STOPPING (runledger itself stopped);
+     * null when not stated, and on ok and failed. Neither is the server's failure.
+     */
+    readonly cancelCode: string | null = null,
   ) {
     Object.freeze(this);
   }
@@ -99,8 +116,15 @@ export class ToolResult {
     );
   }
 
-  static cancelled(content: string): ToolResult {
-    return new ToolResult(ToolOutcome.Cancelled, content, Object.freeze([]), null);
+  static cancelled(content: string, cancelCode: string | null = null): ToolResult {
+    return new ToolResult(
+      ToolOutcome.Cancelled,
+      content,
+      Object.freeze([]),
+      null,
+      null,
+      checkFailureCode(cancelCode),
+    );
   }
 
   /**
@@ -114,6 +138,7 @@ export class ToolResult {
     artifacts: readonly ToolArtifact[] = [],
     writeTarget: WriteTarget | null = null,
     failureCode: string | null = null,
+    cancelCode: string | null = null,
   ): ToolResult {
     switch (outcome) {
       case ToolOutcome.Ok:
@@ -121,7 +146,7 @@ export class ToolResult {
       case ToolOutcome.Failed:
         return ToolResult.failed(content, failureCode);
       case ToolOutcome.Cancelled:
-        return ToolResult.cancelled(content);
+        return ToolResult.cancelled(content, cancelCode);
     }
   }
 
@@ -137,6 +162,13 @@ export class ToolResult {
 
   /** The same result with other channels, through the fail-closed factory. */
   withChannels(content: string, artifacts: readonly ToolArtifact[]): ToolResult {
-    return ToolResult.of(this.outcome, content, artifacts, this.writeTarget, this.failureCode);
+    return ToolResult.of(
+      this.outcome,
+      content,
+      artifacts,
+      this.writeTarget,
+      this.failureCode,
+      this.cancelCode,
+    );
   }
 }

@@ -69,7 +69,12 @@ function checkedCall(input: CallToolInput) {
  *
  * Never retried: a call that was cut off may already have acted on the other side.
  */
-export async function callTool(
+export function callTool(scope: Scope, input: CallToolInput, mcp: McpDependencies): Promise<AppendResult> {
+  // Held whole, its step stored included: a shutdown cuts it off, then waits for the step.
+  return mcp.inFlight.track(callAndRecord(scope, input, mcp));
+}
+
+async function callAndRecord(
   scope: Scope,
   input: CallToolInput,
   mcp: McpDependencies,

@@ -2,12 +2,15 @@ import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-server.ts';
 import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';
-import { McpTransportError } from './transport-error.ts';
+import { McpFault, McpTransportError } from './transport-error.ts';
 import { asTransportError } from './transport-error-mapping.ts';
 
 /** The times that govern a session, in milliseconds: one definition each. */
@@ -72,6 +75,11 @@ function specFor(server: McpServerConfig, policy: McpPolicy): SessionSpec {
     .digest('hex')
     .slice(0, 16);
   return { server, headers, key: `${server.identifier}@${digest}` };
+}
+
+/** An error of the SDK's stdio reading: a line that is not JSON, or not a JSON-RPC message. */
+function isUnreadableMessage(error: Error): boolean {
+  return error instanceof SyntaxError || error.name === 'ZodError';
 }
 
 const abortedBy = (signal: AbortSignal) =>
@@ -167,12 +175,23 @@ export class McpSession {
     this.#transport = transport;
     const how = server.transport === 'stdio' ? 'process exited' : 'connection closed';
     this.client.onclose = () => this.#break(McpTransportError.serverGone(how));
-    // Transport errors that matter reject the request they belong to, or break the session above.
-    this.client.onerror = () => {};
+    // Transport errors that matter reject the request they belong to, or break the session above. But a
+    // stdio server that writes a line that is not JSON-RPC (a banner, a log line; a banner without a
+    // newline spoils its first real message) has broken the framing: the answer that line held, or will
+    // hold, never comes, so the session breaks at once instead of waiting out the deadline.
+    this.client.onerror = (error) => {
+      if (server.transport === 'stdio' && isUnreadableMessage(error)) {
+        this.#break(
+          McpTransportError.malformedResponse(`the server wrote a line that is not JSON-RPC (${error.name})`),
+        );
+      }
+    };
     try {
       await this.client.connect(transport, { timeout: SessionTiming.openTimeoutMs });
     } catch (error) {
-      const fault = asTransportError(error, guard, `initialize within ${SessionTiming.openTimeoutMs} ms`);
+      // The session's own fault first: opening failed because the session broke (a malformed line).
+      const fault =
+        this.fault ?? asTransportError(error, guard, `initialize within ${SessionTiming.openTimeoutMs} ms`);
       this.#break(fault);
       void this.close();
       throw fault;
@@ -199,9 +218,31 @@ export class McpSession {
         signal: AbortSignal.any([signal, this.#broken.signal]),
         timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
       })) as CallAnswer;
+    } catch (error) {
+      if (this.#isSessionNotFound(error)) {
+        const expired = McpTransportError.sessionExpired();
+        this.#break(expired);
+        throw expired;
+      }
+      throw error;
     } finally {
       this.#end();
     }
+  }
+
+  /**
+   * HTTP 404 to a request that carried the session's id: the server restarted
+   * or expired the session, and the client must start a new one (MCP's
+   * Streamable HTTP transport says so). The request was not processed.
+   */
+  #isSessionNotFound(error: unknown): boolean {
+    const transport = this.#transport;
+    return (
+      error instanceof StreamableHTTPError &&
+      error.code === 404 &&
+      transport instanceof StreamableHTTPClientTransport &&
+      transport.sessionId !== undefined
+    );
   }
 
   /** No new calls; closed once the calls on it now have ended. */
@@ -348,7 +389,9 @@ export class McpSessions {
     if (entry && (entry.session.key !== spec.key || !entry.session.usable)) {
       entry.session.retire();
       this.#entries.delete(identifier);
-      if (entry.session.fault) this.#failed(entry.session.key);
+      // A session the server let go of is no failure to back off from: the server answers, just not to it.
+      const fault = entry.session.fault;
+      if (fault && fault.code !== McpFault.SessionExpired) this.#failed(entry.session.key);
       entry = undefined;
     }
     let opener = false;

@@ -1,9 +1,10 @@
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolFailure, ToolResult } from '../domain/tool-result.ts';
+import { isServiceStopping } from './in-flight-calls.ts';
 import type { McpPolicy } from './outbound-policy.ts';
 import { type CallAnswer, type McpSession, McpSessions } from './sessions.ts';
-import { type McpFaultCode, McpTransportError } from './transport-error.ts';
+import { McpFault, type McpFaultCode, McpTransportError } from './transport-error.ts';
 import { asTransportError } from './transport-error-mapping.ts';
 
 /** What became of one attempt at a call: the result, whether the server answered, how long it took. */
@@ -89,7 +90,7 @@ export async function callOnSession(
   const waitStarted = performance.now();
   const deadline = AbortSignal.timeout(options.timeoutMs);
   const signal = AbortSignal.any([options.signal, deadline]);
-  let session: McpSession | null = null;
+  let session = null as McpSession | null;
   let sessionStartMs: number | null = null;
   let callStarted: number | null = null;
   const attempt = (result: ToolResult, answered: boolean, fault: McpFaultCode | null): ToolCallAttempt => ({
@@ -101,24 +102,41 @@ export async function callOnSession(
     fault,
   });
   try {
-    if (options.signal.aborted) throw McpTransportError.forCancelledCall();
+    if (options.signal.aborted) throw options.signal.reason;
     const spec = sessions.specFor(server);
-    const opened = await sessions.sessionFor(spec, signal);
-    session = opened.session;
-    sessionStartMs = opened.opened;
-    callStarted = performance.now();
-    const answer = await session.callTool(tool, args, signal, options.timeoutMs);
+    const callOn = async () => {
+      const opened = await sessions.sessionFor(spec, signal);
+      const current = opened.session;
+      session = current;
+      // A retry's new session is part of the call's own time: the call began on the first one.
+      if (callStarted === null) {
+        sessionStartMs = opened.opened;
+        callStarted = performance.now();
+      }
+      return current.callTool(tool, args, signal, options.timeoutMs);
+    };
+    let answer: CallAnswer;
+    try {
+      answer = await callOn();
+    } catch (error) {
+      // A session the server no longer knows: the request was never processed, so it is sent once
+      // more, on a new session. The only retry there is: any other fault may have acted on the other side.
+      if (!(error instanceof McpTransportError && error.code === McpFault.SessionExpired)) throw error;
+      answer = await callOn();
+    }
     sessions.answered(spec);
     return attempt(fromAnswer(answer), true, null);
   } catch (error) {
     const fault = options.signal.aborted
-      ? McpTransportError.forCancelledCall()
+      ? isServiceStopping(options.signal)
+        ? McpTransportError.forStoppingService()
+        : McpTransportError.forCancelledCall()
       : (session?.fault ??
         (deadline.aborted
           ? McpTransportError.exhaustedDeadline(options.timeoutMs)
           : asTransportError(error, null, 'tools/call')));
     const result = fault.isCancellation()
-      ? ToolResult.cancelled(fault.message)
+      ? ToolResult.cancelled(fault.message, fault.code)
       : ToolResult.failed(fault.message, fault.code);
     return attempt(result, false, fault.code);
   }

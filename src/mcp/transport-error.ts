@@ -1,3 +1,5 @@
+import { ToolCancel } from '../domain/tool-result.ts';
+
 /** Stable codes of the MCP transport's faults. */
 export const McpFault = {
   RefusedHost: 'MCP_REFUSED_HOST',
@@ -11,7 +13,14 @@ export const McpFault = {
   DeadlineExhausted: 'MCP_DEADLINE_EXHAUSTED',
   /** The server was alive but answered nothing, not even a ping, while a call waited. */
   ServerUnresponsive: 'MCP_SERVER_UNRESPONSIVE',
-  CallCancelled: 'MCP_CALL_CANCELLED',
+  CallCancelled: ToolCancel.RunCancelled,
+  /** runledger itself stopped while the call was on the wire: a cut-off, not the server's failure. */
+  ServiceStopping: ToolCancel.ServiceStopping,
+  /**
+   * The server no longer knows the session (HTTP 404 to a request that carried
+   * its id: restarted, or expired idle): the request was not processed.
+   */
+  SessionExpired: 'MCP_SESSION_EXPIRED',
 } as const;
 
 export type McpFaultCode = (typeof McpFault)[keyof typeof McpFault];
@@ -122,5 +131,22 @@ export class McpTransportError extends Error {
 
   static forCancelledCall(): McpTransportError {
     return new McpTransportError(McpFault.CallCancelled, 'the call was cancelled', true);
+  }
+
+  /** The call was cut off because runledger stopped: a cancellation too, not the server's doing. */
+  static forStoppingService(): McpTransportError {
+    return new McpTransportError(
+      McpFault.ServiceStopping,
+      'the call was cut off because runledger stopped',
+      true,
+    );
+  }
+
+  /** The server answered 404 to the session's id: it restarted or let the session expire. */
+  static sessionExpired(): McpTransportError {
+    return new McpTransportError(
+      McpFault.SessionExpired,
+      'the server no longer knows the session (HTTP 404)',
+    );
   }
 }

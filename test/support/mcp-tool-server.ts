@@ -53,6 +53,31 @@ export function buildToolServer(
         });
       }),
   );
+  server.registerTool(
+    'progress',
+    {
+      description: 'Reports progress steps times, every ms milliseconds, then answers.',
+      inputSchema: { steps: z.number(), ms: z.number() },
+    },
+    async ({ steps, ms }, extra) => {
+      const token = extra._meta?.progressToken;
+      for (let step = 1; step <= steps; step += 1) {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        if (token !== undefined) {
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: {
+              progressToken: token,
+              progress: step,
+              total: steps,
+              message: `step ${step} of ${steps}`,
+            },
+          });
+        }
+      }
+      return { content: [{ type: 'text', text: token === undefined ? 'no progress token' : 'done' }] };
+    },
+  );
   server.registerTool('pid', { description: 'The process id of the server.' }, async () => ({
     content: [{ type: 'text', text: String(process.pid) }],
   }));
@@ -82,6 +107,10 @@ export interface HttpToolServer {
   authorizations: string[];
   /** The tool calls that reached it (`tools/call` requests), by tool name. */
   calls: string[];
+  /** How many sessions were initialized. */
+  initializes: () => number;
+  /** Stops and starts again on the same port, knowing no session: as a restarted server (or one that expired them). */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -92,14 +121,27 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
   const authorizations: string[] = [];
   const calls: string[] = [];
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  let initializes = 0;
   const http: Server = createServer(async (request, response) => {
     authorizations.push(request.headers.authorization ?? '');
     try {
       const body = request.method === 'POST' ? await readBody(request) : undefined;
       const message = body as { method?: unknown; params?: { name?: unknown } } | undefined;
       if (message?.method === 'tools/call') calls.push(String(message.params?.name));
+      if (message?.method === 'initialize') initializes += 1;
       const sessionId = request.headers['mcp-session-id'];
       let transport = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+      if (!transport && typeof sessionId === 'string') {
+        // A session this server does not know: 404, as MCP's Streamable HTTP transport asks.
+        response.writeHead(404, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32001, message: 'Session not found' },
+            id: null,
+          }),
+        );
+        return;
+      }
       if (!transport) {
         const created = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
@@ -129,6 +171,18 @@ export async function startHttpToolServer(): Promise<HttpToolServer> {
     started,
     authorizations,
     calls,
+    initializes: () => initializes,
+    restart: async () => {
+      const known = [...sessions.values()];
+      sessions.clear();
+      for (const transport of known) {
+        transport.onclose = undefined;
+        await transport.close();
+      }
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+      await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
+    },
     close: async () => {
       for (const transport of sessions.values()) await transport.close();
       http.closeAllConnections();

@@ -1,5 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createApiKey } from '../../src/db/api-keys.ts';
+import { type Database, openDatabase } from '../../src/db/connection.ts';
+import { migrate } from '../../src/db/migrator.ts';
+import type { Permission } from '../../src/domain/permissions.ts';
+import { type BackendName, openTestDatabase } from './databases.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -75,4 +83,64 @@ export async function post(
     body: JSON.stringify({ query, variables }),
   });
   return { status: response.status, headers: response.headers, body: (await response.json()) as never };
+}
+
+/** The service on a database of its own, with keys for these actors made in it before it started. */
+export interface KeyedService<Actor extends string> {
+  running: Running;
+  keys: Record<Actor, string>;
+  /** Opens the database the service used, once it has stopped (PGlite is one process's). */
+  openDatabase(): Promise<{ db: Database; close(): Promise<void> }>;
+  /** Kills the service if it still runs, and removes its database. */
+  dispose(): Promise<void>;
+}
+
+export async function startKeyedService<Actor extends string>(
+  backend: BackendName,
+  actors: Record<Actor, readonly Permission[]>,
+  env: Record<string, string> = {},
+): Promise<KeyedService<Actor>> {
+  const makeKeys = async (db: Database) => {
+    const keys = {} as Record<Actor, string>;
+    for (const [actor, permissions] of Object.entries(actors) as Array<[Actor, readonly Permission[]]>) {
+      keys[actor] = (await createApiKey(db, actor, permissions)).key;
+    }
+    return keys;
+  };
+  const stop = (running: Running) => {
+    if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
+  };
+  if (backend === 'postgres') {
+    const database = await openTestDatabase('postgres');
+    const keys = await makeKeys(database.handle.db);
+    const running = await startService({ ...env, DATABASE_URL: database.url ?? '' });
+    return {
+      running,
+      keys,
+      openDatabase: async () => ({ db: database.handle.db, close: async () => {} }),
+      dispose: async () => {
+        stop(running);
+        await database.dispose();
+      },
+    };
+  }
+  // PGlite is one process's: the keys are made first, then the service opens the directory.
+  const dataDir = await mkdtemp(join(tmpdir(), 'runledger-service-'));
+  const handle = await openDatabase({ dataDir });
+  await migrate(handle);
+  const keys = await makeKeys(handle.db);
+  await handle.close();
+  const running = await startService({ ...env, PGLITE_DATA_DIR: dataDir });
+  return {
+    running,
+    keys,
+    openDatabase: async () => {
+      const reopened = await openDatabase({ dataDir });
+      return { db: reopened.db, close: () => reopened.close() };
+    },
+    dispose: async () => {
+      stop(running);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }

@@ -4,16 +4,9 @@
 // alternating, the same uuid every time on each side (equal caching), and the
 // medians of the two must not differ by more than 1 ms nor by more than 15%:
 // a run's existence must not be readable off the clock.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiKey } from '../../src/db/api-keys.ts';
-import type { Database } from '../../src/db/connection.ts';
-import { openDatabase } from '../../src/db/connection.ts';
-import { migrate } from '../../src/db/migrator.ts';
 import { PERMISSIONS } from '../../src/domain/permissions.ts';
-import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { backendNames } from '../support/databases.ts';
 import {
   missingTarget,
   PROBE_SERVER,
@@ -22,7 +15,7 @@ import {
   type ProbeTarget,
   probeRequest,
 } from '../support/hidden-probes.ts';
-import { post, type Running, startService } from '../support/service.ts';
+import { type KeyedService, post, type Running, startKeyedService } from '../support/service.ts';
 
 /** Pairs measured per probe, after the warm-up; enough for medians stable to a tenth of a millisecond here. */
 const PAIRS = 150;
@@ -30,39 +23,6 @@ const WARM_UP_PAIRS = 25;
 /** The bounds the two medians must stay within. */
 const MAX_DIFFERENCE_MS = 1;
 const MAX_DIFFERENCE_RATIO = 0.15;
-
-interface Keys {
-  admin: string;
-  alice: string;
-  mallory: string;
-}
-
-async function makeKeys(db: Database): Promise<Keys> {
-  return {
-    admin: (await createApiKey(db, 'admin', PERMISSIONS)).key,
-    alice: (await createApiKey(db, 'alice', ['read_own_runs', 'record'])).key,
-    mallory: (await createApiKey(db, 'mallory', ['read_own_runs', 'record', 'cancel_own_runs'])).key,
-  };
-}
-
-/** The real service on a database of the backend, with three keys made in it before. */
-async function serviceOn(backend: (typeof backendNames)[number]) {
-  const env = { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1' };
-  if (backend === 'postgres') {
-    const database: TestDatabase = await openTestDatabase('postgres');
-    const keys = await makeKeys(database.handle.db);
-    const running = await startService({ ...env, DATABASE_URL: database.url ?? '' });
-    return { running, keys, dispose: () => database.dispose() };
-  }
-  // PGlite is one process's: the keys are made first, then the service opens the directory.
-  const dataDir = await mkdtemp(join(tmpdir(), 'runledger-timing-'));
-  const handle = await openDatabase({ dataDir });
-  await migrate(handle);
-  const keys = await makeKeys(handle.db);
-  await handle.close();
-  const running = await startService({ ...env, PGLITE_DATA_DIR: dataDir });
-  return { running, keys, dispose: () => rm(dataDir, { recursive: true, force: true }) };
-}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -73,13 +33,21 @@ function median(values: readonly number[]): number {
 describe.each(backendNames)(
   'a hidden run takes as long to refuse as a missing one, over HTTP (%s)',
   (backend) => {
-    let service: Awaited<ReturnType<typeof serviceOn>>;
+    let service: KeyedService<'admin' | 'alice' | 'mallory'>;
     let hidden: ProbeTarget;
     const missing = missingTarget();
     const figures: string[] = [];
 
     beforeAll(async () => {
-      service = await serviceOn(backend);
+      service = await startKeyedService(
+        backend,
+        {
+          admin: PERMISSIONS,
+          alice: ['read_own_runs', 'record'],
+          mallory: ['read_own_runs', 'record', 'cancel_own_runs'],
+        },
+        { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1' },
+      );
       const { url } = service.running;
       const { admin, alice } = service.keys;
       await post(

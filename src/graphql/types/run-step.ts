@@ -64,6 +64,12 @@ builder.node(RunStepRef, {
         "Why a FAILED tool step failed, as a stable code: TOOL_ERROR (the tool answered isError or threw), an MCP_* transport fault (MCP_DEADLINE_EXHAUSTED, MCP_TRANSPORT_FAILURE, ...), or a code the recording client stated. Null for OK and CANCELLED steps, for other kinds, and when none was stated. The server's own words stay in the payload.",
       resolve: (step) => RunStep.failureCodeOf(step),
     }),
+    cancelCode: t.string({
+      nullable: true,
+      description:
+        "Who cut a CANCELLED tool step off, as a stable code, when runledger made the call (callTool): MCP_CALL_CANCELLED (the run was cancelled) or MCP_SERVICE_STOPPING (runledger stopped while the call was on the wire; the run stays open). Neither is the server's failure, and neither counts in a failure rate. Null for OK and FAILED steps, for other kinds, and when none was stated.",
+      resolve: (step) => RunStep.cancelCodeOf(step),
+    }),
     writeTarget: t.field({
       type: WriteTargetRef,
       nullable: true,

@@ -1,0 +1,217 @@
+// The MCP protocol cases a real deployment hits, against real server processes built on the SDK:
+// a server that restarts (or expires its sessions) while idle, one that starts slowly, one that
+// prints a banner before its first message, progress while a call runs, and runledger's own shutdown.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PERMISSIONS } from '../../src/domain/permissions.ts';
+import { openTestApi, STDIO_TOOL_SERVER, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
+import { type KeyedService, post, startKeyedService } from '../support/service.ts';
+
+interface Step {
+  outcome: string;
+  toolIsError: boolean;
+  failureCode: string | null;
+  cancelCode: string | null;
+  durationMs: number;
+  metadata: Record<string, unknown>;
+  payload: { content: string };
+}
+
+interface Recorded {
+  __typename: string;
+  code?: string;
+  data?: { steps: Step[] };
+}
+
+const CALL = `mutation ($input: CallToolInput!) { callTool(input: $input) {
+  __typename ... on Error { code }
+  ... on RecordedStepsSuccess { data { steps { outcome toolIsError failureCode cancelCode durationMs metadata payload } } } } }`;
+const START = `mutation ($c: String!) { startRun(input: { configuration: $c }) { ... on StartRunSuccess { data { uuid } } } }`;
+const CANCEL = 'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }';
+const REGISTER = 'mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }';
+const COUNTS = `query ($s: String!, $c: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s], configurations: [$c] }) {
+  groups { counts { ok failed cancelled total failureRate } } } }`;
+const STEPS = `query ($u: String!) { run(uuid: $u) { status steps { edges { node {
+  outcome toolIsError failureCode cancelCode metadata } } } } }`;
+
+describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
+  let api: TestApi;
+  let http: HttpToolServer;
+
+  const ask = <T>(query: string, variables: Record<string, unknown>) => api.query<T>(query, variables);
+  const register = async (input: Record<string, unknown>) =>
+    expect((await ask<{ registerMcpServer: { __typename: string } }>(REGISTER, { input })).data).toEqual({
+      registerMcpServer: { __typename: 'RegisterMcpServerSuccess' },
+    });
+  const stdio = (identifier: string, ...options: string[]) =>
+    register({
+      identifier,
+      transport: 'STDIO',
+      command: STDIO_TOOL_SERVER[0],
+      args: [...STDIO_TOOL_SERVER.slice(1), ...options],
+    });
+  const startRun = async (configuration: string) =>
+    (await ask<{ startRun: { data: { uuid: string } } }>(START, { c: configuration })).data?.startRun.data
+      .uuid ?? '';
+  const call = async (runUuid: string, server: string, tool: string, args = {}, timeoutMs = 10_000) =>
+    (
+      await ask<{ callTool: Recorded }>(CALL, {
+        input: { runUuid, server, toolName: tool, arguments: args, timeoutMs },
+      })
+    ).data?.callTool;
+  const counts = async (server: string, configuration: string) =>
+    (
+      await ask<{ toolOutcomeStats: { groups: Array<{ counts: Record<string, number | null> }> } }>(COUNTS, {
+        s: server,
+        c: configuration,
+      })
+    ).data?.toolOutcomeStats.groups[0]?.counts;
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    http = await startHttpToolServer();
+    await register({ identifier: 'restarting', transport: 'STREAMABLE_HTTP', url: http.url });
+    await stdio('slow-start', '--start-delay-ms', '3000');
+    await stdio('banner', '--banner', 'Starting server...');
+  }, 60_000);
+  afterAll(async () => {
+    await http?.close();
+    await api?.dispose();
+  });
+
+  it('replaces a session the server no longer knows (404 after a restart while idle): the next call is OK', async () => {
+    const configuration = `restart-${crypto.randomUUID()}`;
+    const run = await startRun(configuration);
+    expect((await call(run, 'restarting', 'echo', { text: 'before' }))?.data?.steps[0]?.outcome).toBe('OK');
+    const initializes = http.initializes();
+    await http.restart();
+    const after = await call(run, 'restarting', 'echo', { text: 'after' });
+    expect(after?.data?.steps[0]).toMatchObject({
+      outcome: 'OK',
+      failureCode: null,
+      payload: { content: 'echo: after' },
+    });
+    // A new session was started on the restarted server, once.
+    expect(http.initializes()).toBe(initializes + 1);
+    expect((await call(run, 'restarting', 'echo', { text: 'again' }))?.data?.steps[0]?.outcome).toBe('OK');
+    expect(http.initializes()).toBe(initializes + 1);
+    expect(await counts('restarting', configuration)).toMatchObject({ ok: 3, failed: 0 });
+  }, 60_000);
+
+  it('stores a call cancelled while its session was still opening as CANCELLED, its wait as sessionStartMs', async () => {
+    const configuration = `slow-start-${crypto.randomUUID()}`;
+    const run = await startRun(configuration);
+    const pending = call(run, 'slow-start', 'echo', { text: 'hi' }, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(
+      (await ask<{ cancelRun: { __typename: string } }>(CANCEL, { u: run })).data?.cancelRun.__typename,
+    ).toBe('CancelRunSuccess');
+    const recorded = await pending;
+    expect(recorded?.__typename).toBe('RecordedStepsSuccess');
+    const [step] = recorded?.data?.steps ?? [];
+    expect(step).toMatchObject({
+      outcome: 'CANCELLED',
+      toolIsError: true,
+      failureCode: null,
+      cancelCode: 'MCP_CALL_CANCELLED',
+      durationMs: 0,
+    });
+    expect(step?.metadata.sessionStartMs).toBeGreaterThanOrEqual(900);
+    const stored = await ask<{ run: { status: string; steps: { edges: Array<{ node: Step }> } } }>(STEPS, {
+      u: run,
+    });
+    expect(stored.data?.run.status).toBe('CANCELLED');
+    expect(stored.data?.run.steps.edges.map((edge) => edge.node.outcome)).toEqual(['CANCELLED']);
+    expect(await counts('slow-start', configuration)).toMatchObject({
+      cancelled: 1,
+      failed: 0,
+      failureRate: null,
+    });
+  }, 60_000);
+
+  it('fails a call to a server that prints a banner without a newline as MCP_MALFORMED_RESPONSE, long before the deadline', async () => {
+    const run = await startRun(`banner-${crypto.randomUUID()}`);
+    const deadline = 20_000;
+    const recorded = await call(run, 'banner', 'echo', { text: 'hi' }, deadline);
+    const [step] = recorded?.data?.steps ?? [];
+    expect(step).toMatchObject({ outcome: 'FAILED', failureCode: 'MCP_MALFORMED_RESPONSE' });
+    expect(step?.payload.content).toMatch(/not JSON-RPC/);
+    // What the call waited is on record: starting the process, not the deadline.
+    expect(Number(step?.metadata.sessionStartMs)).toBeLessThan(deadline / 2);
+  }, 60_000);
+});
+
+describe.each(backendNames)('a call on the wire when runledger stops (%s)', (backend) => {
+  let service: KeyedService<'agent'>;
+  let http: HttpToolServer;
+
+  beforeAll(async () => {
+    http = await startHttpToolServer();
+    service = await startKeyedService(
+      backend,
+      { agent: PERMISSIONS },
+      { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1' },
+    );
+    const { body } = await post(service.running.url, service.keys.agent, REGISTER, {
+      input: { identifier: 'tools', transport: 'STREAMABLE_HTTP', url: http.url },
+    });
+    expect(body.data).toEqual({ registerMcpServer: { __typename: 'RegisterMcpServerSuccess' } });
+  }, 60_000);
+  afterAll(async () => {
+    await service?.dispose();
+    await http?.close();
+  });
+
+  it('is cut off as CANCELLED MCP_SERVICE_STOPPING (no failure rate counts it), answered and stored', async () => {
+    const { url } = service.running;
+    const key = service.keys.agent;
+    const configuration = 'stopping';
+    const started = await post(url, key, START, { c: configuration });
+    const run = (started.body.data as { startRun: { data: { uuid: string } } }).startRun.data.uuid;
+    const ok = await post(url, key, CALL, {
+      input: { runUuid: run, server: 'tools', toolName: 'echo', arguments: { text: 'first' } },
+    });
+    expect(JSON.stringify(ok.body)).toContain('"outcome":"OK"');
+    const pending = post(url, key, CALL, {
+      input: {
+        runUuid: run,
+        server: 'tools',
+        toolName: 'slow',
+        arguments: { ms: 60_000 },
+        timeoutMs: 120_000,
+      },
+    });
+    await expect.poll(() => http.started.length, { timeout: 20_000 }).toBeGreaterThan(0);
+    const exited = new Promise((resolve) => service.running.child.once('exit', resolve));
+    service.running.child.kill('SIGTERM');
+    // The client is answered before the process goes: its call was cut off by the stop, not failed.
+    const answer = (await pending).body.data as { callTool: Recorded };
+    expect(answer.callTool.__typename).toBe('RecordedStepsSuccess');
+    expect(answer.callTool.data?.steps[0]).toMatchObject({
+      outcome: 'CANCELLED',
+      toolIsError: true,
+      failureCode: null,
+      cancelCode: 'MCP_SERVICE_STOPPING',
+      payload: { content: 'the call was cut off because runledger stopped' },
+    });
+    await exited;
+    // The server was told (notifications/cancelled), and the step is stored.
+    expect(http.cancellations).toContain('slow');
+    const database = await service.openDatabase();
+    try {
+      const rows = await database.db.execute<{ outcome: string; code: string | null; status: string }>(
+        `select s.tool_outcome as outcome, s.metadata->>'cancelCode' as code, r.status
+           from run_steps s join runs r on r.id = s.run_id where r.uuid = '${run}' order by s.sequence`,
+      );
+      const list = (rows as unknown as { rows?: unknown[] }).rows ?? (rows as unknown as unknown[]);
+      // The run stays open: the agent may go on through another instance.
+      expect(list).toEqual([
+        { outcome: 'ok', code: null, status: 'running' },
+        { outcome: 'cancelled', code: 'MCP_SERVICE_STOPPING', status: 'running' },
+      ]);
+    } finally {
+      await database.close();
+    }
+  }, 90_000);
+});
