@@ -5,6 +5,7 @@ import {
   repairFacts,
   repairJson,
 } from './bounding.ts';
+import type { CallProgress } from './call-progress.ts';
 import { InvalidInputError } from './errors.ts';
 import { isInstantInRange } from './limits.ts';
 import { type JsonObject, RunStep, StepInvariantError, StepRefusal } from './run-step.ts';
@@ -22,6 +23,8 @@ export interface ToolCall {
   occurredAt?: Date;
   /** How long opening the MCP session took, when this call opened it: start-up is not in durationMs. */
   sessionStartMs?: number | null;
+  /** The last progress the server reported while the call ran (MCP notifications/progress). */
+  progress?: CallProgress | null;
 }
 
 /** One thing to record, as a client asked for it. */
@@ -132,6 +135,7 @@ export class RunTrace {
         // So is who cut a cancelled call off: never the server.
         ...(result.cancelCode === null ? {} : { cancelCode: result.cancelCode }),
         ...(call.sessionStartMs == null ? {} : { sessionStartMs: call.sessionStartMs }),
+        ...(call.progress == null ? {} : { progress: { ...call.progress } }),
         ...repairFacts(repairs),
       },
     });

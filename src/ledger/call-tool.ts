@@ -1,5 +1,6 @@
 import { findMcpServer, recordContact } from '../db/mcp-servers.ts';
 import { findRunsByUuids } from '../db/runs.ts';
+import type { CallProgress } from '../domain/call-progress.ts';
 import { InvalidInputError, RunNotFoundError } from '../domain/errors.ts';
 import { checkInteger, Limits } from '../domain/limits.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
@@ -96,8 +97,12 @@ async function callAndRecord(
     if (!run) throw new RunNotFoundError(call.runUuid);
     checkRunTakesCalls({ uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt });
 
-    // 2. The adapter's answer, already a domain result.
-    const attempt = await callOnTheWire(mcp, server, call);
+    // 2. The adapter's answer, already a domain result; its progress shown live on the way.
+    const progress = liveProgress(scope, call.runUuid, {
+      toolName: call.facts.toolName,
+      server: server.identifier,
+    });
+    const attempt = await callOnTheWire(mcp, server, call, progress.report).finally(progress.stop);
     if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
 
     // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
@@ -110,6 +115,7 @@ async function callAndRecord(
           // The call's own time; opening the session, when this call did, is stated apart.
           durationMs: attempt.latencyMs,
           sessionStartMs: attempt.sessionStartMs,
+          progress: attempt.progress,
           occurredAt: now,
         },
         result: attempt.result,
@@ -129,14 +135,56 @@ async function callOnTheWire(
   mcp: McpDependencies,
   server: McpServerConfig,
   call: ReturnType<typeof checkedCall>,
+  onProgress: (progress: CallProgress) => void,
 ) {
   const controller = mcp.inFlight.begin(call.runUuid);
   try {
     return await mcp.callTool(server, call.facts.toolName, call.arguments, {
       signal: controller.signal,
       timeoutMs: call.timeoutMs,
+      onProgress,
     });
   } finally {
     mcp.inFlight.end(call.runUuid, controller);
   }
+}
+
+/** A call's progress goes out at most this often; the latest report waits for the next slot, never lost. */
+export const PROGRESS_INTERVAL_MS = 100;
+
+/**
+ * The live side of a call's progress: each report to the run's streams on
+ * every instance, at most one per PROGRESS_INTERVAL_MS (a server may report a
+ * thousand times a second), the last one always sent; nothing once stopped.
+ */
+function liveProgress(scope: Scope, runUuid: string, of: { toolName: string; server: string }) {
+  const call = { id: crypto.randomUUID(), ...of };
+  let sentAt = 0;
+  let pending: CallProgress | null = null;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const send = (progress: CallProgress) => {
+    sentAt = Date.now();
+    void scope.events?.callProgress(runUuid, call, progress);
+  };
+  return {
+    report: (progress: CallProgress) => {
+      if (stopped || !scope.events) return;
+      const wait = sentAt + PROGRESS_INTERVAL_MS - Date.now();
+      if (wait <= 0 && timer === undefined) return send(progress);
+      pending = progress;
+      timer ??= setTimeout(
+        () => {
+          timer = undefined;
+          if (!stopped && pending) send(pending);
+          pending = null;
+        },
+        Math.max(wait, 0),
+      );
+    },
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,7 +1,9 @@
 import type { Database } from '../db/connection.ts';
+import type { CallOfProgress } from '../db/notices.ts';
 import type { Notice, NoticeChannel } from '../db/notifications.ts';
 import { findRunsByIds, findRunsByUuids, type RunRow } from '../db/runs.ts';
 import { type StepRow, stepsOfRunAfter } from '../db/steps.ts';
+import type { CallProgress } from '../domain/call-progress.ts';
 import { RunNotFoundError, SubscriptionLimitError } from '../domain/errors.ts';
 import { checkInteger, LIVE_LIMITS, Limits } from '../domain/limits.ts';
 import { type Actor, visibleOwners } from '../domain/permissions.ts';
@@ -9,10 +11,21 @@ import { isTerminalStatus, type RunStatus } from '../domain/run-status.ts';
 import { checkUuid } from '../domain/uuid.ts';
 import type { Scope } from './scope.ts';
 
-/** What a watcher of a run receives: the step just appended (null when only the run changed), and the run after it. */
+/** The latest progress of one call of the run still on the wire. */
+export interface ProgressEvent {
+  call: CallOfProgress;
+  progress: CallProgress;
+}
+
+/**
+ * What a watcher of a run receives: the step just appended (null when only
+ * the run changed, or a call reported progress), the run after it, and the
+ * progress a call on the wire reported (null but for that).
+ */
 export interface RunEvent {
   run: RunRow;
   step: StepRow | null;
+  progress?: ProgressEvent | null;
 }
 
 export interface RunEventsOptions {
@@ -25,6 +38,8 @@ export interface RunEventsOptions {
 class Wakeup {
   count = 0;
   #waiters: Array<() => void> = [];
+  /** Progress heard and not yet sent, the latest per call: no table holds it, so it travels with the wake-up. */
+  readonly progress = new Map<string, ProgressEvent>();
 
   ring(): void {
     this.count += 1;
@@ -97,6 +112,13 @@ export class RunEvents {
       for (const handler of [...this.#cancelHandlers]) handler(notice.runUuid);
       return;
     }
+    if (notice.type === 'progress') {
+      for (const wakeup of this.#byRun.get(notice.runUuid) ?? []) {
+        wakeup.progress.set(notice.call.id, { call: notice.call, progress: notice.progress });
+        wakeup.ring();
+      }
+      return;
+    }
     this.#epoch += 1;
     for (const wakeup of this.#byRun.get(notice.runUuid) ?? []) wakeup.ring();
   }
@@ -132,6 +154,15 @@ export class RunEvents {
    */
   async runChanged(runUuid: string, sequence: number | null = null): Promise<void> {
     await this.#channel.publish({ type: 'run', runUuid, sequence }).catch(() => {});
+  }
+
+  /**
+   * Tells the streams of the run on every instance how far a call on the wire
+   * has come. Best effort: a report that cannot be sent is dropped (the next
+   * one, or the stored step, says more).
+   */
+  async callProgress(runUuid: string, call: CallOfProgress, progress: CallProgress): Promise<void> {
+    await this.#channel.publish({ type: 'progress', runUuid, call, progress }).catch(() => {});
   }
 
   /** Tells every instance to cut off the run's calls still on the wire. */
@@ -343,6 +374,14 @@ async function* follow(
     if (stateOf(run) !== shown) {
       yield { run, step: null };
       shown = stateOf(run);
+    }
+    // Progress heard meanwhile, the latest of each call. A call whose step was just sent is done:
+    // what it reported on the way is in the step's metadata.
+    const reports = [...wakeup.progress.values()];
+    wakeup.progress.clear();
+    for (const progress of reports) {
+      if (signal.aborted) return;
+      yield { run, step: null, progress };
     }
     if (isTerminalStatus(run.status as RunStatus) && !(await events.callsInFlight(runId))) {
       // Whatever a call stored before it let go is visible now.

@@ -189,9 +189,11 @@ export class McpSession {
     try {
       await this.client.connect(transport, { timeout: SessionTiming.openTimeoutMs });
     } catch (error) {
-      // The session's own fault first: opening failed because the session broke (a malformed line).
+      // A malformed line broke the session first: that is why opening failed, not the close it caused.
       const fault =
-        this.fault ?? asTransportError(error, guard, `initialize within ${SessionTiming.openTimeoutMs} ms`);
+        this.fault?.code === McpFault.MalformedResponse
+          ? this.fault
+          : asTransportError(error, guard, `initialize within ${SessionTiming.openTimeoutMs} ms`);
       this.#break(fault);
       void this.close();
       throw fault;
@@ -205,18 +207,24 @@ export class McpSession {
     this.startMs = Math.round(performance.now() - started);
   }
 
-  /** One tools/call on this session; `signal` aborts it (the SDK then sends notifications/cancelled). */
+  /**
+   * One tools/call on this session; `signal` aborts it (the SDK then sends
+   * notifications/cancelled). It carries a progressToken, so that the server
+   * may report progress (`onProgress`); progress does not move the deadline.
+   */
   async callTool(
     tool: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
     timeoutMs: number,
+    onProgress: (report: { progress: number; total?: number; message?: string }) => void = () => {},
   ): Promise<CallAnswer> {
     this.#begin();
     try {
       return (await this.client.callTool({ name: tool, arguments: args }, undefined, {
         signal: AbortSignal.any([signal, this.#broken.signal]),
         timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
+        onprogress: onProgress,
       })) as CallAnswer;
     } catch (error) {
       if (this.#isSessionNotFound(error)) {

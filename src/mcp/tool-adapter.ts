@@ -1,10 +1,11 @@
+import { type CallProgress, checkedProgress } from '../domain/call-progress.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolFailure, ToolResult } from '../domain/tool-result.ts';
 import { isServiceStopping } from './in-flight-calls.ts';
 import type { McpPolicy } from './outbound-policy.ts';
 import { type CallAnswer, type McpSession, McpSessions } from './sessions.ts';
-import { McpFault, type McpFaultCode, McpTransportError } from './transport-error.ts';
+import { clipRemoteText, McpFault, type McpFaultCode, McpTransportError } from './transport-error.ts';
 import { asTransportError } from './transport-error-mapping.ts';
 
 /** What became of one attempt at a call: the result, whether the server answered, how long it took. */
@@ -18,6 +19,8 @@ export interface ToolCallAttempt {
   sessionStartMs: number | null;
   /** The stable code of the fault when the call did not come back ok or isError; null otherwise. */
   fault: McpFaultCode | null;
+  /** The last progress the server reported on the way; null when it reported none. */
+  progress: CallProgress | null;
 }
 
 /** Two JSON values equal as data (key order aside). */
@@ -70,6 +73,8 @@ export interface CallOptions {
   signal: AbortSignal;
   /** Everything the caller waits for, opening the session included. */
   timeoutMs: number;
+  /** Each progress report of the server while the call runs, checked. */
+  onProgress?: (progress: CallProgress) => void;
 }
 
 /**
@@ -93,6 +98,16 @@ export async function callOnSession(
   let session = null as McpSession | null;
   let sessionStartMs: number | null = null;
   let callStarted: number | null = null;
+  let lastProgress: CallProgress | null = null;
+  const progressed = (report: { progress: number; total?: number; message?: string }) => {
+    const progress = checkedProgress({
+      ...report,
+      message: typeof report.message === 'string' ? clipRemoteText(report.message) : null,
+    });
+    if (!progress) return;
+    lastProgress = progress;
+    options.onProgress?.(progress);
+  };
   const attempt = (result: ToolResult, answered: boolean, fault: McpFaultCode | null): ToolCallAttempt => ({
     result,
     answered,
@@ -100,6 +115,7 @@ export async function callOnSession(
     // A call that never reached an open session spent its time waiting for one.
     sessionStartMs: callStarted === null ? Math.round(performance.now() - waitStarted) : sessionStartMs,
     fault,
+    progress: lastProgress,
   });
   try {
     if (options.signal.aborted) throw options.signal.reason;
@@ -113,7 +129,7 @@ export async function callOnSession(
         sessionStartMs = opened.opened;
         callStarted = performance.now();
       }
-      return current.callTool(tool, args, signal, options.timeoutMs);
+      return current.callTool(tool, args, signal, options.timeoutMs, progressed);
     };
     let answer: CallAnswer;
     try {

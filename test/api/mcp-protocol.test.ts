@@ -7,6 +7,7 @@ import { openTestApi, STDIO_TOOL_SERVER, type TestApi } from '../support/api.ts'
 import { backendNames } from '../support/databases.ts';
 import { type HttpToolServer, startHttpToolServer } from '../support/mcp-tool-server.ts';
 import { type KeyedService, post, startKeyedService } from '../support/service.ts';
+import { SseReader, subscriptionRequest } from '../support/sse.ts';
 
 interface Step {
   outcome: string;
@@ -32,6 +33,8 @@ const CANCEL = 'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __type
 const REGISTER = 'mutation ($input: McpServerInput!) { registerMcpServer(input: $input) { __typename } }';
 const COUNTS = `query ($s: String!, $c: String!) { toolOutcomeStats(groupBy: [SERVER], filter: { servers: [$s], configurations: [$c] }) {
   groups { counts { ok failed cancelled total failureRate } } } }`;
+const PROGRESS_EVENTS = `subscription ($uuid: String!) { runEvents(uuid: $uuid) {
+  step { sequence } progress { callId toolName server progress total message } } }`;
 const STEPS = `query ($u: String!) { run(uuid: $u) { status steps { edges { node {
   outcome toolIsError failureCode cancelCode metadata } } } } }`;
 
@@ -74,6 +77,7 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
     await register({ identifier: 'restarting', transport: 'STREAMABLE_HTTP', url: http.url });
     await stdio('slow-start', '--start-delay-ms', '3000');
     await stdio('banner', '--banner', 'Starting server...');
+    await stdio('progress-stdio');
   }, 60_000);
   afterAll(async () => {
     await http?.close();
@@ -129,6 +133,64 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
       failureRate: null,
     });
   }, 60_000);
+
+  it.each(['restarting', 'progress-stdio'])(
+    "asks %s for progress: each report reaches the run's stream while the call runs, the last one is kept on the step",
+    async (server) => {
+      const run = await startRun(`progress-${crypto.randomUUID()}`);
+      const key = await api.keyFor();
+      const stream = new SseReader(
+        await api.server.fetch(
+          subscriptionRequest(
+            'http://runledger.test/graphql',
+            key,
+            { uuid: run },
+            undefined,
+            PROGRESS_EVENTS,
+          ),
+        ),
+      );
+      // The first event of a run without steps is the run itself: the stream is open.
+      expect((await stream.next())?.event).toBe('next');
+      const pending = call(run, server, 'progress', { steps: 4, ms: 250 });
+      const reports: Array<{
+        callId: string;
+        toolName: string;
+        server: string;
+        progress: number;
+        total: number;
+        message: string;
+      }> = [];
+      let step: unknown = null;
+      while (step === null) {
+        const message = await stream.next();
+        if (message?.event !== 'next') throw new Error(`the stream ended: ${JSON.stringify(message)}`);
+        const event = (
+          message.data.data as { runEvents: { step: unknown; progress: (typeof reports)[number] | null } }
+        ).runEvents;
+        if (event.progress) reports.push(event.progress);
+        step = event.step;
+      }
+      await stream.close();
+      const recorded = await pending;
+      // The server had a progressToken to report on: without one it says so.
+      expect(recorded?.data?.steps[0]).toMatchObject({ outcome: 'OK', payload: { content: 'done' } });
+      expect(recorded?.data?.steps[0]?.metadata.progress).toEqual({
+        progress: 4,
+        total: 4,
+        message: 'step 4 of 4',
+      });
+      // Live, before the step: reports of this one call, in order.
+      expect(reports.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(reports.map((report) => report.callId)).size).toBe(1);
+      expect(reports[0]).toMatchObject({ toolName: 'progress', server, total: 4 });
+      expect(reports.map((report) => report.progress)).toEqual(
+        [...reports.map((report) => report.progress)].sort(),
+      );
+      expect(reports.at(-1)?.message).toMatch(/^step \d of 4$/);
+    },
+    60_000,
+  );
 
   it('fails a call to a server that prints a banner without a newline as MCP_MALFORMED_RESPONSE, long before the deadline', async () => {
     const run = await startRun(`banner-${crypto.randomUUID()}`);

@@ -56,13 +56,13 @@ export function buildToolServer(
   server.registerTool(
     'progress',
     {
-      description: 'Reports progress steps times, every ms milliseconds, then answers.',
+      description: 'Works through steps of ms milliseconds each, reporting each as it begins, then answers.',
       inputSchema: { steps: z.number(), ms: z.number() },
     },
     async ({ steps, ms }, extra) => {
       const token = extra._meta?.progressToken;
+      // Each step is reported as it begins, then worked on: the last report comes a step before the answer.
       for (let step = 1; step <= steps; step += 1) {
-        await new Promise((resolve) => setTimeout(resolve, ms));
         if (token !== undefined) {
           await extra.sendNotification({
             method: 'notifications/progress',
@@ -74,6 +74,7 @@ export function buildToolServer(
             },
           });
         }
+        await new Promise((resolve) => setTimeout(resolve, ms));
       }
       return { content: [{ type: 'text', text: token === undefined ? 'no progress token' : 'done' }] };
     },

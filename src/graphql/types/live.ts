@@ -1,12 +1,39 @@
-import type { RunEvent } from '../../ledger/run-events.ts';
+import type { ProgressEvent, RunEvent } from '../../ledger/run-events.ts';
 import { builder } from '../builder.ts';
 import { createLoaders } from '../loaders.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef } from './run-step.ts';
 
+const ToolCallProgressRef = builder.objectRef<ProgressEvent>('ToolCallProgress').implement({
+  description:
+    "How far a tool call on the wire has come, as its MCP server reported it (notifications/progress): live only, while the call runs. The last report is kept in the step's metadata (metadata.progress) once the call ends.",
+  fields: (t) => ({
+    callId: t.string({
+      description: 'Which call of the run it is, while it lasts (an id of its own; the step has none yet).',
+      resolve: (e) => e.call.id,
+    }),
+    toolName: t.string({ resolve: (e) => e.call.toolName }),
+    server: t.string({ description: "The registered server's identifier.", resolve: (e) => e.call.server }),
+    progress: t.float({
+      description: 'How far it has come; grows with every report.',
+      resolve: (e) => e.progress.progress,
+    }),
+    total: t.float({
+      nullable: true,
+      description: 'Where progress ends, when the server knows it.',
+      resolve: (e) => e.progress.total,
+    }),
+    message: t.string({
+      nullable: true,
+      description: "The server's words, one line of at most 200 characters.",
+      resolve: (e) => e.progress.message,
+    }),
+  }),
+});
+
 const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
   description:
-    'One change of a watched run: a step appended (step), or a change of the run alone (status, termination, rollups; step is null).',
+    'One change of a watched run: a step appended (step), a change of the run alone (status, termination, rollups; step is null), or the progress a call on the wire reported (progress; step is null).',
   fields: (t) => ({
     run: t.field({
       type: RunRef,
@@ -18,6 +45,13 @@ const RunEventRef = builder.objectRef<RunEvent>('RunEvent').implement({
       nullable: true,
       description: 'The step just appended; null when only the run changed.',
       resolve: (e) => e.step,
+    }),
+    progress: t.field({
+      type: ToolCallProgressRef,
+      nullable: true,
+      description:
+        'The latest progress of a call of the run on the wire (callTool); null for any other event.',
+      resolve: (e) => e.progress ?? null,
     }),
   }),
 });
