@@ -320,6 +320,26 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.close();
   });
 
+  it('shows the progress a call on the wire reports, live, until its step arrives', async () => {
+    const uuid = await startRun();
+    const page = await signedIn(adminKey, `/runs/${uuid}`);
+    await page.getByText('live', { exact: true }).waitFor();
+    const call = post(graphqlUrl, adminKey, CALL, {
+      input: { runUuid: uuid, server: 'tools', toolName: 'progress', arguments: { steps: 5, ms: 600 } },
+    });
+    const report = page.getByTestId('call-progress');
+    await expect
+      .poll(() => report.textContent(), { timeout: 5_000 })
+      .toMatch(/^ ?tools\/progress: [1-5] of 5 · step [1-5] of 5$/);
+    expect(await page.getByTestId('calls-on-the-wire').locator('h3').textContent()).toBe('Calls on the wire');
+    await expect.poll(() => report.textContent(), { timeout: 5_000 }).toMatch(/[3-5] of 5 · step/);
+    // The step is stored: what is on the wire is gone, the row is there.
+    expect(JSON.stringify((await call).body)).toContain('"outcome":"OK"');
+    await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 5_000 });
+    await expect.poll(() => page.getByTestId('calls-on-the-wire').count()).toBe(0);
+    await page.close();
+  });
+
   it('offers Cancel only to a key that may cancel the run', async () => {
     const uuid = await startRun();
     const page = await signedIn(readerKey, `/runs/${uuid}`);

@@ -70,6 +70,9 @@ const VIEWER_TEXTS = {
     'viewer.run.timeline': 'Timeline',
     'viewer.run.steps': '{count} steps',
     'viewer.run.live': 'live',
+    'viewer.run.onTheWire': 'Calls on the wire',
+    'viewer.run.progress': '{call}: {progress} of {total}',
+    'viewer.run.progressOpen': '{call}: {progress}',
     'viewer.run.cancel': 'Cancel run',
     'viewer.run.cancelConfirm':
       'Cancel this run? Tool calls on the wire are cut off and recorded as cancelled.',
@@ -170,6 +173,9 @@ const VIEWER_TEXTS = {
     'viewer.run.timeline': 'Zeitleiste',
     'viewer.run.steps': '{count} Schritte',
     'viewer.run.live': 'live',
+    'viewer.run.onTheWire': 'Laufende Aufrufe',
+    'viewer.run.progress': '{call}: {progress} von {total}',
+    'viewer.run.progressOpen': '{call}: {progress}',
     'viewer.run.cancel': 'Lauf abbrechen',
     'viewer.run.cancelConfirm':
       'Diesen Lauf abbrechen? Laufende Werkzeugaufrufe werden beendet und als abgebrochen verbucht.',

@@ -146,6 +146,14 @@ export const RunEventsSubscription = graphql(`
         id
         sequence
       }
+      progress {
+        callId
+        toolName
+        server
+        progress
+        total
+        message
+      }
     }
   }
 `);

@@ -9,12 +9,18 @@ import {
   Section,
   StatusText,
 } from '../components.tsx';
-import type { ViewerRunHeaderFragment, ViewerTimelineRowFragment } from '../gql/graphql.ts';
+import type {
+  ViewerRunEventsSubscription,
+  ViewerRunHeaderFragment,
+  ViewerTimelineRowFragment,
+} from '../gql/graphql.ts';
 import { useWords } from '../locale.ts';
 import { CancelRunMutation, RunEventsSubscription, RunPageQuery, TimelineAfterQuery } from '../operations.ts';
 import { useSession } from '../session.ts';
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+
+type CallProgress = NonNullable<ViewerRunEventsSubscription['runEvents']['progress']>;
 
 /** Entries by sequence, in order, each once (a live page and a fetched page may overlap). */
 function merged(
@@ -39,6 +45,8 @@ export function RunPage() {
   const [entries, setEntries] = useState<ViewerTimelineRowFragment[]>([]);
   const [hasMore, setHasMore] = useState(false);
   const [live, setLive] = useState(false);
+  // The latest progress of each call on the wire, by call; a stored step ends what it reported.
+  const [progress, setProgress] = useState<ReadonlyMap<string, CallProgress>>(new Map());
   const cursor = useRef<string | null>(null);
   const pulling = useRef<Promise<void> | null>(null);
   const pullAgain = useRef(false);
@@ -102,7 +110,12 @@ export function RunPage() {
         if (!event) return;
         setLive(true);
         setRun(event.run);
-        if (event.step) void pull();
+        const report = event.progress;
+        if (report) setProgress((held) => new Map(held).set(report.callId, report));
+        if (event.step) {
+          setProgress(new Map());
+          void pull();
+        }
       });
     setLive(true);
     return () => {
@@ -188,6 +201,29 @@ export function RunPage() {
       >
         <Timeline entries={entries} />
         {hasMore && <p className="note">{t('viewer.loading')}</p>}
+        {progress.size > 0 && !TERMINAL.has(run.status) && (
+          <div className="on-the-wire" data-testid="calls-on-the-wire">
+            <h3>{t('viewer.run.onTheWire')}</h3>
+            <ul>
+              {[...progress.values()].map((report) => (
+                <li key={report.callId} data-testid="call-progress">
+                  <progress value={report.progress} max={report.total ?? undefined} />{' '}
+                  {report.total === null || report.total === undefined
+                    ? t('viewer.run.progressOpen', {
+                        call: `${report.server}/${report.toolName}`,
+                        progress: f.number(report.progress),
+                      })
+                    : t('viewer.run.progress', {
+                        call: `${report.server}/${report.toolName}`,
+                        progress: f.number(report.progress),
+                        total: f.number(report.total),
+                      })}
+                  {report.message ? ` · ${report.message}` : ''}
+                </li>
+              ))}
+            </ul>
+          </div>
+        )}
       </Section>
     </>
   );
