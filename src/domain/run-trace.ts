@@ -125,7 +125,12 @@ export class RunTrace {
       server: call.server,
       toolOutcome: result.outcome,
       toolIsError: isErrorOutcome(result.outcome),
-      payload: { arguments: args, content: result.content, artifacts: [...result.artifacts] },
+      payload: {
+        arguments: args,
+        content: result.content,
+        artifacts: [...result.artifacts],
+        ...(call.progress?.message ? { progressMessage: call.progress.message } : {}),
+      },
       metadata: {
         argumentsBytes: byteLength(argumentsJson),
         contentBytes: byteLength(result.content),
@@ -135,7 +140,10 @@ export class RunTrace {
         // So is who cut a cancelled call off: never the server.
         ...(result.cancelCode === null ? {} : { cancelCode: result.cancelCode }),
         ...(call.sessionStartMs == null ? {} : { sessionStartMs: call.sessionStartMs }),
-        ...(call.progress == null ? {} : { progress: { ...call.progress } }),
+        // How far it came is public; the server's words about it are its own, and private.
+        ...(call.progress == null
+          ? {}
+          : { progress: { progress: call.progress.progress, total: call.progress.total } }),
         ...repairFacts(repairs),
       },
     });

@@ -163,9 +163,10 @@ function liveProgress(scope: Scope, runUuid: string, of: { toolName: string; ser
   let pending: CallProgress | null = null;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let sending: Promise<void> = Promise.resolve();
   const send = (progress: CallProgress) => {
     sentAt = Date.now();
-    void scope.events?.callProgress(runUuid, call, progress);
+    sending = scope.events?.callProgress(runUuid, call, progress) ?? sending;
   };
   return {
     report: (progress: CallProgress) => {
@@ -182,9 +183,11 @@ function liveProgress(scope: Scope, runUuid: string, of: { toolName: string; ser
         Math.max(wait, 0),
       );
     },
+    /** No more reports; resolves once the last one is sent, so that it reaches streams before the step does. */
     stop: () => {
       stopped = true;
       clearTimeout(timer);
+      return sending;
     },
   };
 }

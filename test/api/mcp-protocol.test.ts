@@ -16,7 +16,7 @@ interface Step {
   cancelCode: string | null;
   durationMs: number;
   metadata: Record<string, unknown>;
-  payload: { content: string };
+  payload: { content: string; progressMessage?: string };
 }
 
 interface Recorded {
@@ -138,18 +138,22 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
     "asks %s for progress: each report reaches the run's stream while the call runs, the last one is kept on the step",
     async (server) => {
       const run = await startRun(`progress-${crypto.randomUUID()}`);
-      const key = await api.keyFor();
-      const stream = new SseReader(
-        await api.server.fetch(
-          subscriptionRequest(
-            'http://runledger.test/graphql',
-            key,
-            { uuid: run },
-            undefined,
-            PROGRESS_EVENTS,
+      const open = async (key: string) =>
+        new SseReader(
+          await api.server.fetch(
+            subscriptionRequest(
+              'http://runledger.test/graphql',
+              key,
+              { uuid: run },
+              undefined,
+              PROGRESS_EVENTS,
+            ),
           ),
-        ),
-      );
+        );
+      const stream = await open(await api.keyFor());
+      // The run's owner without read_payloads: how far, but not the server's words.
+      const plain = await open(await api.keyFor('alice', ['read_own_runs']));
+      expect((await plain.next())?.event).toBe('next');
       // The first event of a run without steps is the run itself: the stream is open.
       expect((await stream.next())?.event).toBe('next');
       const pending = call(run, server, 'progress', { steps: 4, ms: 250 });
@@ -172,14 +176,25 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
         step = event.step;
       }
       await stream.close();
+      const plainReports = [];
+      for (;;) {
+        const message = await plain.next();
+        if (message?.event !== 'next') break;
+        const event = (
+          message.data.data as { runEvents: { step: unknown; progress: { message: unknown } | null } }
+        ).runEvents;
+        if (event.progress) plainReports.push(event.progress);
+        if (event.step) break;
+      }
+      await plain.close();
+      expect(plainReports.length).toBeGreaterThanOrEqual(1);
+      expect(plainReports.every((report) => report.message === null)).toBe(true);
       const recorded = await pending;
       // The server had a progressToken to report on: without one it says so.
       expect(recorded?.data?.steps[0]).toMatchObject({ outcome: 'OK', payload: { content: 'done' } });
-      expect(recorded?.data?.steps[0]?.metadata.progress).toEqual({
-        progress: 4,
-        total: 4,
-        message: 'step 4 of 4',
-      });
+      // How far is public; the server's words are private, in the payload.
+      expect(recorded?.data?.steps[0]?.metadata.progress).toEqual({ progress: 4, total: 4 });
+      expect(recorded?.data?.steps[0]?.payload).toMatchObject({ progressMessage: 'step 4 of 4' });
       // Live, before the step: reports of this one call, in order.
       expect(reports.length).toBeGreaterThanOrEqual(2);
       expect(new Set(reports.map((report) => report.callId)).size).toBe(1);

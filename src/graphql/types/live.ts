@@ -1,3 +1,4 @@
+import { can } from '../../domain/permissions.ts';
 import type { ProgressEvent, RunEvent } from '../../ledger/run-events.ts';
 import { builder } from '../builder.ts';
 import { createLoaders } from '../loaders.ts';
@@ -6,7 +7,7 @@ import { RunStepRef } from './run-step.ts';
 
 const ToolCallProgressRef = builder.objectRef<ProgressEvent>('ToolCallProgress').implement({
   description:
-    "How far a tool call on the wire has come, as its MCP server reported it (notifications/progress): live only, while the call runs. The last report is kept in the step's metadata (metadata.progress) once the call ends.",
+    "How far a tool call on the wire has come, as its MCP server reported it (notifications/progress): live only, while the call runs. The last report is kept once the call ends: how far in the step's metadata (metadata.progress), the message in its payload (payload.progressMessage).",
   fields: (t) => ({
     callId: t.string({
       description: 'Which call of the run it is, while it lasts (an id of its own; the step has none yet).',
@@ -25,8 +26,9 @@ const ToolCallProgressRef = builder.objectRef<ProgressEvent>('ToolCallProgress')
     }),
     message: t.string({
       nullable: true,
-      description: "The server's words, one line of at most 200 characters.",
-      resolve: (e) => e.progress.message,
+      description:
+        "The server's words, one line of at most 200 characters: private, as a payload is (null without read_payloads). The step keeps the last one in its payload (payload.progressMessage).",
+      resolve: (e, _args, context) => (can(context.actor, 'read_payloads') ? e.progress.message : null),
     }),
   }),
 });
