@@ -53,22 +53,12 @@ export function requireSomeCancelPermission(actor: Actor): void {
  */
 export type Owners = readonly string[] | null;
 
-/** Whether a run of this owner is among the owners. */
-export function ownersAdmit(owners: Owners, owner: string): boolean {
-  return owners === null || owners.includes(owner);
-}
-
-/** Whose runs an actor sees: everyone's with read_all_runs, else its own (if it may read them). */
-export function canSeeRunOf(actor: Actor, owner: string): boolean {
-  return ownersAdmit(visibleOwners(actor), owner);
-}
-
 /** Registered MCP servers are listed to anyone who may read runs or manage servers. */
 export function canListServers(actor: Actor): boolean {
   return (['read_own_runs', 'read_all_runs', 'manage_servers'] as const).some((p) => can(actor, p));
 }
 
-/** Owners to restrict a listing to; null means no restriction. */
+/** Whose runs an actor sees: everyone's with read_all_runs, else its own (if it may read them); null: every owner. */
 export function visibleOwners(actor: Actor): Owners {
   if (can(actor, 'read_all_runs')) return null;
   return can(actor, 'read_own_runs') ? [actor.name] : [];
@@ -84,18 +74,10 @@ export function recordableOwners(actor: Actor): Owners {
   return can(actor, 'record') ? [actor.name] : [];
 }
 
-export function canRecordIntoRunOf(actor: Actor, owner: string): boolean {
-  return ownersAdmit(recordableOwners(actor), owner);
-}
-
 /** An operator may cancel any run with cancel_any_run, its own with cancel_own_runs. */
 export function cancellableOwners(actor: Actor): Owners {
   if (can(actor, 'cancel_any_run')) return null;
   return can(actor, 'cancel_own_runs') ? [actor.name] : [];
-}
-
-export function canCancelRunOf(actor: Actor, owner: string): boolean {
-  return ownersAdmit(cancellableOwners(actor), owner);
 }
 
 /**

@@ -1,11 +1,17 @@
 // Rules of the use cases that every entry point shares: one round rule for every tool call, and
-// the cancel permission decided by the domain's canCancelRunOf.
+// the owners whose runs the domain lets an actor see, record into and cancel.
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mcpServers, runSteps, runs } from '../../drizzle/schema.ts';
 import type { Database } from '../../src/db/connection.ts';
 import { InvalidInputError, RunNotFoundError } from '../../src/domain/errors.ts';
-import { type Actor, canCancelRunOf, type Permission } from '../../src/domain/permissions.ts';
+import {
+  type Actor,
+  cancellableOwners,
+  type Permission,
+  recordableOwners,
+  visibleOwners,
+} from '../../src/domain/permissions.ts';
 import { cancelRun, finishRun } from '../../src/ledger/end-run.ts';
 import { registerServer } from '../../src/ledger/mcp-servers.ts';
 import { type OutcomeStatsRequest, toolOutcomeStats } from '../../src/ledger/outcome-stats.ts';
@@ -23,12 +29,20 @@ const actor = (name: string, permissions: Permission[]): Actor => ({
   permissions: new Set(permissions),
 });
 
-describe('canCancelRunOf', () => {
+describe('the owners an actor may act on', () => {
   it('lets cancel_own_runs cancel its own runs only, and cancel_any_run every run', () => {
-    expect(canCancelRunOf(actor('ann', ['cancel_own_runs']), 'ann')).toBe(true);
-    expect(canCancelRunOf(actor('ann', ['cancel_own_runs']), 'bob')).toBe(false);
-    expect(canCancelRunOf(actor('ann', ['cancel_any_run']), 'bob')).toBe(true);
-    expect(canCancelRunOf(actor('ann', ['record', 'read_all_runs']), 'ann')).toBe(false);
+    expect(cancellableOwners(actor('ann', ['cancel_own_runs']))).toEqual(['ann']);
+    expect(cancellableOwners(actor('ann', ['cancel_any_run']))).toBeNull();
+    expect(cancellableOwners(actor('ann', ['cancel_own_runs', 'cancel_any_run']))).toBeNull();
+    expect(cancellableOwners(actor('ann', ['record', 'read_all_runs']))).toEqual([]);
+  });
+
+  it('lets record write into its own runs only, and the read permissions see own or all runs', () => {
+    expect(recordableOwners(actor('ann', ['record', 'read_all_runs', 'cancel_any_run']))).toEqual(['ann']);
+    expect(recordableOwners(actor('ann', ['read_own_runs']))).toEqual([]);
+    expect(visibleOwners(actor('ann', ['read_own_runs']))).toEqual(['ann']);
+    expect(visibleOwners(actor('ann', ['read_own_runs', 'read_all_runs']))).toBeNull();
+    expect(visibleOwners(actor('ann', ['record']))).toEqual([]);
   });
 });
 
