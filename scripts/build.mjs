@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -58,6 +58,13 @@ function buildService() {
   // So does the OTLP decoder read OpenTelemetry's .proto files.
   rmSync(join(dist, 'src/otlp/proto'), { recursive: true, force: true });
   cpSync(join(root, 'src/otlp/proto'), join(dist, 'src/otlp/proto'), { recursive: true });
+  // A fresh embedded database is unpacked from a template made here, migrated to date.
+  run('the embedded database template', [
+    '--input-type=module',
+    '-e',
+    `const { writePgliteTemplate } = await import(${JSON.stringify(pathToFileURL(join(dist, 'src/db/pglite-template.js')).href)});
+     console.log('made the embedded database template at version ' + (await writePgliteTemplate()));`,
+  ]);
   mkdirSync(dist, { recursive: true });
   writeFileSync(stamp, `${new Date().toISOString()}\n`);
   console.log(`built dist/ in ${((Date.now() - began) / 1000).toFixed(1)} s`);

@@ -1,6 +1,7 @@
 import type { RequestListener } from 'node:http';
 import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
+import type { DatabaseHandle } from './db/connection.ts';
 import { optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
 import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
@@ -57,9 +58,9 @@ function statsFoldFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
 const CALLS_STOP_WAIT_MS = 5_000;
 
 /** The database opened and migrated, a first key on a fresh install, and the GraphQL server on it. */
-export async function openApp(): Promise<App> {
+export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseForCommand()): Promise<App> {
   const folds = statsFoldFromEnv();
-  const handle = await openDatabaseForCommand();
+  const handle = await opening;
   console.log(`database: ${handle.backend} at ${handle.location}`);
   await migrate(handle, { log: (line) => console.log(`migrations: ${line}`) });
   if ((await countActiveApiKeys(handle.db)) === 0) {

@@ -69,8 +69,12 @@ process.on('SIGTERM', () => void shutdown('SIGTERM'));
 process.on('SIGINT', () => void shutdown('SIGINT'));
 
 // The application's modules load after the port is open: the process answers /health while they do.
+// The database opens while they load: the embedded one's WebAssembly compiles on threads of its own.
+const opening = import('./db/command.ts').then(({ openDatabaseForCommand }) => openDatabaseForCommand());
+// Until openApp awaits it, a failure to open is not unhandled.
+opening.catch(() => {});
 const { openApp } = await import('./app.ts');
-app = await openApp();
+app = await openApp(opening);
 if (!stopping) {
   listener = app.listener;
   console.log(`runledger GraphQL API at http://${host}:${actualPort}${app.graphqlEndpoint}`);

@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import type { Logger, SQL } from 'drizzle-orm';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -88,6 +89,15 @@ function timeoutsFromEnv(env: NodeJS.ProcessEnv): Partial<DatabaseTimeouts> {
 }
 
 export const DEFAULT_PGLITE_DIR = '.data/pglite';
+
+/**
+ * A PGlite data directory already initialised and migrated, made by the
+ * build (`npm run build`, which `npm ci` and `npm start` run) beside the
+ * compiled code: a fresh embedded database is unpacked from it instead of
+ * running initdb and the migrations, about 1.3 s against 4.5. Where it is
+ * missing (run from source) a fresh database is made as before.
+ */
+export const PGLITE_TEMPLATE = fileURLToPath(new URL('../../pglite-template.tar.gz', import.meta.url));
 
 /** Reads the choice of database from the environment: DATABASE_URL, else PGLITE_DATA_DIR, else `.data/pglite`. */
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): OpenOptions {
@@ -275,17 +285,31 @@ async function openPglite(dataDir = DEFAULT_PGLITE_DIR, logger: Logger | undefin
   const release = inMemory ? () => {} : claimDataDir(resolve(dataDir));
   let client: PGlite;
   try {
-    client = await PGlite.create(inMemory ? dataDir : resolve(dataDir));
+    const fromTemplate =
+      !inMemory && !existsSync(join(resolve(dataDir), 'PG_VERSION')) && existsSync(PGLITE_TEMPLATE);
+    client = await PGlite.create(inMemory ? dataDir : resolve(dataDir), {
+      ...(fromTemplate ? { loadDataDir: new Blob([readFileSync(PGLITE_TEMPLATE)]) } : {}),
+    });
   } catch (error) {
     release();
     throw error;
   }
+  return pgliteHandle(client, inMemory ? dataDir : resolve(dataDir), release, logger);
+}
+
+/** A handle on an open PGlite client; `release` runs when it closes. */
+export function pgliteHandle(
+  client: PGlite,
+  location: string,
+  release: () => void,
+  logger?: Logger,
+): DatabaseHandle {
   const db = drizzlePglite(client, { schema, logger }) as unknown as Database;
   let closed = false;
   return {
     db,
     backend: 'pglite',
-    location: inMemory ? dataDir : resolve(dataDir),
+    location,
     // PGlite is one connection: its queue already serialises sessions.
     withSession: (work) =>
       work({
