@@ -14,6 +14,7 @@ import {
   smallint,
   text,
   timestamp,
+  unique,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
@@ -813,7 +814,7 @@ export const apiKeys = pgTable(
   (t) => [
     check(
       'api_keys_permissions_known',
-      sql`${t.permissions} <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys', 'manage_servers']::text[]`,
+      sql`${t.permissions} <@ ARRAY['read_own_runs', 'read_all_runs', 'record', 'cancel_own_runs', 'cancel_any_run', 'read_payloads', 'manage_keys', 'manage_servers', 'approve_runs']::text[]`,
     ),
   ],
 );
@@ -869,4 +870,68 @@ export const otlpSpans = pgTable(
   ],
 );
 
-export const schema = { runs, runSteps, stepRequests, toolOutcomeDaily, apiKeys, mcpServers, otlpSpans };
+/**
+ * What a run asks a person (SPEC 13): an approval of a proposed tool call or
+ * input against a JSON Schema, and how it stands (migrations/0041). The
+ * request and its decision are also steps of the run's timeline.
+ */
+export const humanRequests = pgTable(
+  'human_requests',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    uuid: uuid('uuid').notNull().unique('human_requests_uuid_unique'),
+    runId: bigint('run_id', { mode: 'number' })
+      .notNull()
+      .references(() => runs.id, { onDelete: 'cascade' }),
+    kind: text('kind').notNull(),
+    source: text('source').notNull(),
+    requestedBy: text('requested_by').notNull(),
+    requestedAt: timestamp('requested_at', { withTimezone: true }).notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+    toolName: text('tool_name'),
+    server: text('server'),
+    arguments: jsonb('arguments'),
+    reason: text('reason'),
+    prompt: text('prompt'),
+    schema: jsonb('schema'),
+    idempotencyKey: text('idempotency_key'),
+    fingerprint: text('fingerprint').notNull().default(''),
+    state: text('state').notNull().default('open'),
+    decidedBy: text('decided_by'),
+    decidedAt: timestamp('decided_at', { withTimezone: true }),
+    comment: text('comment'),
+    answer: jsonb('answer'),
+  },
+  (t) => [
+    unique('human_requests_run_key_unique').on(t.runId, t.idempotencyKey),
+    check('human_requests_kind_known', sql`${t.kind} in ('approval', 'input')`),
+    check('human_requests_source_known', sql`${t.source} in ('api', 'mcp')`),
+    check(
+      'human_requests_state_known',
+      sql`${t.state} in ('open', 'approved', 'denied', 'answered', 'declined', 'expired', 'cancelled')`,
+    ),
+    check(
+      'human_requests_state_of_kind',
+      sql`(${t.state} not in ('approved', 'denied') or ${t.kind} = 'approval') and (${t.state} not in ('answered', 'declined') or ${t.kind} = 'input')`,
+    ),
+    check('human_requests_decided_when_closed', sql`(${t.state} = 'open') = (${t.decidedAt} is null)`),
+    check('human_requests_answer_only_answered', sql`${t.answer} is null or ${t.state} = 'answered'`),
+    check(
+      'human_requests_fields_of_kind',
+      sql`(${t.kind} = 'approval' and ${t.toolName} is not null and ${t.prompt} is null and ${t.schema} is null) or (${t.kind} = 'input' and ${t.prompt} is not null and ${t.schema} is not null)`,
+    ),
+    index('human_requests_open_idx').on(t.requestedAt, t.id).where(sql`state = 'open'`),
+    index('human_requests_run_idx').on(t.runId, t.requestedAt),
+  ],
+);
+
+export const schema = {
+  runs,
+  runSteps,
+  stepRequests,
+  toolOutcomeDaily,
+  apiKeys,
+  mcpServers,
+  otlpSpans,
+  humanRequests,
+};

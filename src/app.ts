@@ -6,6 +6,7 @@ import { optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
 import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
+import { RequestExpiries } from './ledger/human-requests.ts';
 import { RunEvents } from './ledger/run-events.ts';
 import { StatsFolder } from './ledger/stats-folder.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
@@ -86,6 +87,8 @@ export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseFor
   );
   const events = new RunEvents(channel);
   const calls = new InFlightCalls();
+  const expiries = new RequestExpiries({ db: handle.db, events }, (line) => console.log(`requests: ${line}`));
+  expiries.start();
   const yoga = createServer({ handle, sessions, events, calls });
   return {
     listener: yoga,
@@ -103,6 +106,7 @@ export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseFor
       await sessions.close();
       await events.close();
       await folder.stop();
+      await expiries.stop();
       await handle.close();
     },
   };

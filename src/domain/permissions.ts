@@ -11,6 +11,7 @@ export const PERMISSIONS = [
   'read_payloads',
   'manage_keys',
   'manage_servers',
+  'approve_runs',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];
@@ -62,6 +63,15 @@ export function canListServers(actor: Actor): boolean {
 export function visibleOwners(actor: Actor): Owners {
   if (can(actor, 'read_all_runs')) return null;
   return can(actor, 'read_own_runs') ? [actor.name] : [];
+}
+
+/**
+ * Whose runs' requests an actor may decide (approve, deny, answer): every
+ * owner's with approve_runs, none without. Four eyes is checked apart, per
+ * request (checkFourEyes).
+ */
+export function decidableOwners(actor: Actor): Owners {
+  return can(actor, 'approve_runs') ? null : [];
 }
 
 /** Refuses with FORBIDDEN unless the actor holds the permission. */

@@ -15,6 +15,7 @@ import './types/run-stats.ts';
 import './types/mcp-server.ts';
 import './types/viewer.ts';
 import './types/live.ts';
+import './types/human-request.ts';
 
 export const schema = builder.toSchema();
 

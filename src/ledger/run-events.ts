@@ -262,6 +262,25 @@ export class RunEvents {
     return new RunEventStream(inner, slot.controller, close);
   }
 
+  /**
+   * Watches one run's changes without a stream (no slot of the limits): a
+   * waiter reads, then waits for the count to move past what it had seen.
+   */
+  watchRun(runUuid: string): {
+    count(): number;
+    wait(seen: number, ms: number, signal?: AbortSignal): Promise<void>;
+    stop(): void;
+  } {
+    const wakeup = new Wakeup();
+    const unregister = this.#register(runUuid, wakeup);
+    const never = new AbortController().signal;
+    return {
+      count: () => wakeup.count,
+      wait: (seen, ms, signal) => wakeup.wait(seen, ms, signal ?? never),
+      stop: unregister,
+    };
+  }
+
   /** Ends every open stream, as a shutdown does before it waits for requests in flight. */
   endStreams(): void {
     for (const controller of this.#streams) controller.abort();

@@ -17,7 +17,9 @@ describe('the embedded database template', () => {
     const latest = Math.max(...loadMigrations().map((m) => m.version));
     expect(await writePgliteTemplate(file)).toBe(latest);
 
-    const unpacked = await PGlite.create(join(dir, 'unpacked'), { loadDataDir: new Blob([readFileSync(file)]) });
+    const unpacked = await PGlite.create(join(dir, 'unpacked'), {
+      loadDataDir: new Blob([readFileSync(file)]),
+    });
     const migrated = await PGlite.create();
     try {
       const fromTemplate = pgliteHandle(unpacked, 'template', () => {});
