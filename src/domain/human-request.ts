@@ -64,7 +64,25 @@ export const RequestLimits = {
   schemaProperties: 50,
   /** The answer's values as JSON, in UTF-8 bytes. */
   valuesBytes: 65_536,
+  /**
+   * The longest a call made by callTool waits for a person an MCP server asks
+   * (elicitation): 10 minutes. Its deadline does not run meanwhile; past this
+   * the request expires and the server is answered `cancel`.
+   */
+  maxElicitationWaitMs: 600_000,
 } as const;
+
+/** What an MCP server asks mid-call (elicitation/create, form mode). */
+export interface ElicitationAsked {
+  message: string;
+  requestedSchema: unknown;
+}
+
+/** What the server is answered: the values, a decline, or a cancel (nobody answered, or the run was cancelled). */
+export type ElicitationAnswer =
+  | { action: 'accept'; content: Record<string, string | number | boolean | string[]> }
+  | { action: 'decline' }
+  | { action: 'cancel' };
 
 /**
  * How a request reads at an instant: an open one past its expiry is expired,

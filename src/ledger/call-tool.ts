@@ -2,6 +2,7 @@ import { findMcpServer, recordContact } from '../db/mcp-servers.ts';
 import { findRunsByUuids } from '../db/runs.ts';
 import type { CallProgress } from '../domain/call-progress.ts';
 import { InvalidInputError, RunNotFoundError } from '../domain/errors.ts';
+import type { ElicitationAnswer, ElicitationAsked } from '../domain/human-request.ts';
 import { checkInteger, Limits } from '../domain/limits.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import { recordableOwners, requirePermission } from '../domain/permissions.ts';
@@ -9,6 +10,7 @@ import { checkRunTakesCalls } from '../domain/run-lifecycle.ts';
 import type { RunStatus } from '../domain/run-status.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import { checkUuid } from '../domain/uuid.ts';
+import { askForCall } from './human-requests.ts';
 import type { McpDependencies } from './mcp.ts';
 import { serverNotFound } from './mcp-servers.ts';
 import { type AppendResult, recordPermitted } from './record-steps.ts';
@@ -102,7 +104,9 @@ async function callAndRecord(
       toolName: call.facts.toolName,
       server: server.identifier,
     });
-    const attempt = await callOnTheWire(mcp, server, call, progress.report).finally(progress.stop);
+    const asking = (asked: ElicitationAsked, signal: AbortSignal) =>
+      askForCall(scope, call.runUuid, asked, signal);
+    const attempt = await callOnTheWire(mcp, server, call, progress.report, asking).finally(progress.stop);
     if (attempt.answered) await recordContact(db, server.identifier, attempt.latencyMs);
 
     // 3 and 4. RunTrace bounds it and builds the step; the repository stores it.
@@ -136,6 +140,7 @@ async function callOnTheWire(
   server: McpServerConfig,
   call: ReturnType<typeof checkedCall>,
   onProgress: (progress: CallProgress) => void,
+  onElicitation: (asked: ElicitationAsked, signal: AbortSignal) => Promise<ElicitationAnswer>,
 ) {
   const controller = mcp.inFlight.begin(call.runUuid);
   try {
@@ -143,6 +148,7 @@ async function callOnTheWire(
       signal: controller.signal,
       timeoutMs: call.timeoutMs,
       onProgress,
+      onElicitation,
     });
   } finally {
     mcp.inFlight.end(call.runUuid, controller);

@@ -23,6 +23,8 @@ import {
   checkFourEyes,
   checkInputSchema,
   checkInputValues,
+  type ElicitationAnswer,
+  type ElicitationAsked,
   INPUT_ANSWERS,
   type InputSchema,
   type RequestKind,
@@ -496,5 +498,72 @@ export class RequestExpiries {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
     await this.#pass;
+  }
+}
+
+/** Text a server sent, made storable: control characters out, cut to `max`. */
+function storableText(text: unknown, max: number): string {
+  const cleaned = String(text ?? '')
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
+    .replace(/\p{Cs}/gu, '\ufffd')
+    .slice(0, max)
+    .trim();
+  return cleaned.length > 0 ? cleaned : '(no message)';
+}
+
+/**
+ * An MCP server asks a person during a call made by callTool (elicitation):
+ * the run waits for input with the server's message and schema, and the
+ * answer goes back as `accept` (the values), `decline`, or `cancel` (the run
+ * was cancelled, or nobody answered within the bound: the request expires).
+ * A schema a form cannot ask is answered `cancel` and nothing is stored.
+ */
+export async function askForCall(
+  scope: Scope,
+  runUuid: string,
+  asked: ElicitationAsked,
+  signal: AbortSignal,
+): Promise<ElicitationAnswer> {
+  let schema: InputSchema;
+  try {
+    schema = checkInputSchema(asked.requestedSchema);
+  } catch {
+    return { action: 'cancel' };
+  }
+  const opened = await openRequest(
+    scope,
+    { runUuid },
+    {
+      kind: 'input',
+      source: 'mcp',
+      prompt: storableText(asked.message, RequestLimits.promptLength),
+      schema,
+      expiresAt: new Date(Date.now() + RequestLimits.maxElicitationWaitMs),
+    },
+  );
+  const target = { runUuid, request: opened.request.uuid };
+  const watching = scope.events?.watchRun(runUuid);
+  try {
+    for (;;) {
+      const seen = watching?.count() ?? 0;
+      const [entry] = await findRequestsByUuids(scope.db, [target.request], null);
+      const state = entry ? stateOf(entry) : 'cancelled';
+      if (state === 'answered') {
+        return {
+          action: 'accept',
+          content: (entry?.request.answer ?? {}) as Record<string, string | number | boolean>,
+        };
+      }
+      if (state === 'declined') return { action: 'decline' };
+      if (state !== 'open' || signal.aborted) {
+        // The bound ran out (a TimeoutError): nobody answered. Anything else cut the call off.
+        const timedOut = signal.aborted && (signal.reason as Error | undefined)?.name === 'TimeoutError';
+        await closeUndecided(scope, target, state === 'expired' || timedOut ? 'expired' : 'cancelled');
+        return { action: 'cancel' };
+      }
+      await (watching?.wait(seen, 1_000, signal) ?? new Promise((resolve) => setTimeout(resolve, 250)));
+    }
+  } finally {
+    watching?.stop();
   }
 }

@@ -7,6 +7,8 @@ import {
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type ElicitationAnswer, type ElicitationAsked, RequestLimits } from '../domain/human-request.ts';
 import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-server.ts';
 import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';
@@ -103,7 +105,13 @@ function until<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
  * that answers nothing, not even a ping, while calls wait.
  */
 export class McpSession {
-  readonly client = new Client({ name: 'runledger', version: '0.2.0' });
+  // Elicitation in form mode: a person answers what the server asks mid-call (SPEC 13).
+  readonly client = new Client(
+    { name: 'runledger', version: '0.2.0' },
+    { capabilities: { elicitation: { form: {} } } },
+  );
+  /** The elicitation handlers of the calls on this session now. */
+  readonly #askers = new Set<(asked: ElicitationAsked) => Promise<ElicitationAnswer>>();
   readonly #spec: SessionSpec;
   readonly #policy: McpPolicy;
   readonly #broken = new AbortController();
@@ -123,6 +131,14 @@ export class McpSession {
     this.#policy = policy;
     // Every call on the session listens to it: many at once are the point, not a leak.
     setMaxListeners(0, this.#broken.signal);
+    this.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      // MCP does not say which call a server's request belongs to: with one call on the session it is
+      // that call's; with several, nobody can tell, and the server is answered cancel.
+      const [asker, ...others] = this.#askers;
+      if (!asker || others.length > 0 || request.params.mode === 'url') return { action: 'cancel' };
+      const params = request.params as { message: string; requestedSchema?: unknown };
+      return asker({ message: params.message, requestedSchema: params.requestedSchema ?? null });
+    });
   }
 
   get key(): string {
@@ -218,12 +234,15 @@ export class McpSession {
     signal: AbortSignal,
     timeoutMs: number,
     onProgress: (report: { progress: number; total?: number; message?: string }) => void = () => {},
+    onElicitation?: (asked: ElicitationAsked) => Promise<ElicitationAnswer>,
   ): Promise<CallAnswer> {
     this.#begin();
+    if (onElicitation) this.#askers.add(onElicitation);
     try {
       return (await this.client.callTool({ name: tool, arguments: args }, undefined, {
         signal: AbortSignal.any([signal, this.#broken.signal]),
-        timeout: timeoutMs + SDK_TIMEOUT_MARGIN_MS,
+        // The call's own deadline decides (and stops while a person is asked): the SDK's is past both.
+        timeout: timeoutMs + RequestLimits.maxElicitationWaitMs + SDK_TIMEOUT_MARGIN_MS,
         onprogress: onProgress,
       })) as CallAnswer;
     } catch (error) {
@@ -234,6 +253,7 @@ export class McpSession {
       }
       throw error;
     } finally {
+      if (onElicitation) this.#askers.delete(onElicitation);
       this.#end();
     }
   }

@@ -1,4 +1,5 @@
 import { type CallProgress, checkedProgress } from '../domain/call-progress.ts';
+import { type ElicitationAnswer, type ElicitationAsked, RequestLimits } from '../domain/human-request.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolFailure, ToolResult } from '../domain/tool-result.ts';
@@ -75,6 +76,51 @@ export interface CallOptions {
   timeoutMs: number;
   /** Each progress report of the server while the call runs, checked. */
   onProgress?: (progress: CallProgress) => void;
+  /**
+   * A person asked on the server's behalf (elicitation): the call's deadline
+   * stops while this runs, bounded by RequestLimits.maxElicitationWaitMs.
+   * Without it, the server is answered `cancel`.
+   */
+  onElicitation?: (asked: ElicitationAsked, signal: AbortSignal) => Promise<ElicitationAnswer>;
+}
+
+/** A deadline that stops while a person is asked, and runs on after. */
+class PausableDeadline {
+  readonly #controller = new AbortController();
+  #left: number;
+  #startedAt = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #pauses = 0;
+
+  constructor(ms: number) {
+    this.#left = ms;
+    this.#run();
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  #run(): void {
+    this.#startedAt = performance.now();
+    this.#timer = setTimeout(() => this.#controller.abort(new Error('deadline')), Math.max(this.#left, 0));
+  }
+
+  pause(): void {
+    this.#pauses += 1;
+    if (this.#pauses > 1 || this.#controller.signal.aborted) return;
+    clearTimeout(this.#timer);
+    this.#left -= performance.now() - this.#startedAt;
+  }
+
+  resume(): void {
+    this.#pauses -= 1;
+    if (this.#pauses === 0 && !this.#controller.signal.aborted) this.#run();
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
 }
 
 /**
@@ -93,8 +139,18 @@ export async function callOnSession(
   options: CallOptions,
 ): Promise<ToolCallAttempt> {
   const waitStarted = performance.now();
-  const deadline = AbortSignal.timeout(options.timeoutMs);
-  const signal = AbortSignal.any([options.signal, deadline]);
+  const deadline = new PausableDeadline(options.timeoutMs);
+  const signal = AbortSignal.any([options.signal, deadline.signal]);
+  const elicit = async (asked: ElicitationAsked): Promise<ElicitationAnswer> => {
+    if (!options.onElicitation) return { action: 'cancel' };
+    deadline.pause();
+    const bound = AbortSignal.timeout(RequestLimits.maxElicitationWaitMs);
+    try {
+      return await options.onElicitation(asked, AbortSignal.any([signal, bound]));
+    } finally {
+      deadline.resume();
+    }
+  };
   let session = null as McpSession | null;
   let sessionStartMs: number | null = null;
   let callStarted: number | null = null;
@@ -129,7 +185,7 @@ export async function callOnSession(
         sessionStartMs = opened.opened;
         callStarted = performance.now();
       }
-      return current.callTool(tool, args, signal, options.timeoutMs, progressed);
+      return current.callTool(tool, args, signal, options.timeoutMs, progressed, elicit);
     };
     let answer: CallAnswer;
     try {
@@ -148,13 +204,15 @@ export async function callOnSession(
         ? McpTransportError.forStoppingService()
         : McpTransportError.forCancelledCall()
       : (session?.fault ??
-        (deadline.aborted
+        (deadline.signal.aborted
           ? McpTransportError.exhaustedDeadline(options.timeoutMs)
           : asTransportError(error, null, 'tools/call')));
     const result = fault.isCancellation()
       ? ToolResult.cancelled(fault.message, fault.code)
       : ToolResult.failed(fault.message, fault.code);
     return attempt(result, false, fault.code);
+  } finally {
+    deadline.clear();
   }
 }
 

@@ -217,6 +217,102 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
     // What the call waited is on record: starting the process, not the deadline.
     expect(Number(step?.metadata.sessionStartMs)).toBeLessThan(deadline / 2);
   }, 60_000);
+
+  describe('elicitation: a server asks a person mid-call', () => {
+    const carol = { actor: 'carol', permissions: ['approve_runs' as const, 'read_payloads' as const] };
+    const INBOX = '{ openRequests { uuid source state prompt schema run { uuid status } } }';
+    const PROVIDE = `mutation ($input: ProvideInputInput!) { provideInput(input: $input) {
+      __typename ... on Error { code } ... on RequestRecordedSuccess { data { request { state } run { status } } } } }`;
+    const REQUEST = 'query ($u: String!) { humanRequest(uuid: $u) { state decidedBy } }';
+    interface Asked {
+      uuid: string;
+      source: string;
+      prompt: string;
+      schema: Record<string, unknown>;
+      run: { uuid: string; status: string };
+    }
+    /** The request the server's question became, once it is in carol's inbox. */
+    const asked = async (run: string): Promise<Asked> => {
+      for (let tries = 0; tries < 200; tries += 1) {
+        const inbox = await api.query<{ openRequests: Asked[] }>(INBOX, {}, carol);
+        const found = inbox.data?.openRequests.find((request) => request.run.uuid === run);
+        if (found) return found;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      throw new Error("the server's question never reached the inbox");
+    };
+    const provide = (run: string, request: string, input: Record<string, unknown>) =>
+      api.query<{
+        provideInput: { __typename: string; data?: { request: { state: string }; run: { status: string } } };
+      }>(PROVIDE, { input: { runUuid: run, request, ...input } }, carol);
+
+    beforeAll(async () => {
+      await register({ identifier: 'asking-http', transport: 'STREAMABLE_HTTP', url: http.url });
+      await stdio('asking-stdio');
+    });
+
+    it.each(['asking-http', 'asking-stdio'])(
+      '%s: the run waits for input, the answer goes back as accept, the deadline stops meanwhile',
+      async (server) => {
+        const run = await startRun(`elicit-${crypto.randomUUID()}`);
+        // A deadline of 1.5 s, and an answer after 2 s: the wait for a person is not the call's time.
+        const pending = call(run, server, 'ask', { message: 'Which branch?' }, 1_500);
+        const request = await asked(run);
+        expect(request).toMatchObject({
+          source: 'MCP',
+          prompt: 'Which branch?',
+          run: { status: 'WAITING_FOR_INPUT' },
+        });
+        expect(request.schema).toMatchObject({ required: ['branch'] });
+        await new Promise((resolve) => setTimeout(resolve, 2_000));
+        // Values that do not match the server's schema are refused, and the call still waits.
+        expect(
+          (await provide(run, request.uuid, { values: { force: true } })).data?.provideInput.__typename,
+        ).toBe('InvalidInputError');
+        const answered = await provide(run, request.uuid, { values: { branch: 'main', force: false } });
+        expect(answered.data?.provideInput.data).toEqual({
+          request: { state: 'ANSWERED' },
+          run: { status: 'RUNNING' },
+        });
+        const [step] = (await pending)?.data?.steps ?? [];
+        expect(step?.outcome).toBe('OK');
+        expect(JSON.parse(step?.payload.content ?? '{}')).toEqual({
+          action: 'accept',
+          content: { branch: 'main', force: false },
+        });
+      },
+      30_000,
+    );
+
+    it('a decline goes back as decline; a cancel of the run as cancel, the call then CANCELLED and the request with it', async () => {
+      const configuration = `elicit-${crypto.randomUUID()}`;
+      const run = await startRun(configuration);
+      const declined = call(run, 'asking-http', 'ask', { message: 'Force?' });
+      await provide(run, (await asked(run)).uuid, { decline: true });
+      expect(JSON.parse((await declined)?.data?.steps[0]?.payload.content ?? '{}')).toEqual({
+        action: 'decline',
+      });
+
+      const cancelled = call(run, 'asking-stdio', 'ask', { message: 'Again?' });
+      const request = await asked(run);
+      expect(
+        (await ask<{ cancelRun: { __typename: string } }>(CANCEL, { u: run })).data?.cancelRun.__typename,
+      ).toBe('CancelRunSuccess');
+      const [step] = (await cancelled)?.data?.steps ?? [];
+      expect(step).toMatchObject({ outcome: 'CANCELLED', cancelCode: 'MCP_CALL_CANCELLED' });
+      expect(
+        (await api.query<{ humanRequest: { state: string } }>(REQUEST, { u: request.uuid }, carol)).data
+          ?.humanRequest.state,
+      ).toBe('CANCELLED');
+      // Neither the decline nor the cancel is a failure of the server.
+      expect(await counts('asking-stdio', configuration)).toMatchObject({
+        failed: 0,
+        cancelled: 1,
+        failureRate: null,
+      });
+      expect(await counts('asking-http', configuration)).toMatchObject({ ok: 1, failed: 0 });
+    }, 30_000);
+  });
 });
 
 describe.each(backendNames)('a call on the wire when runledger stops (%s)', (backend) => {

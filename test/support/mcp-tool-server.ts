@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 /**
@@ -77,6 +78,31 @@ export function buildToolServer(
         await new Promise((resolve) => setTimeout(resolve, ms));
       }
       return { content: [{ type: 'text', text: token === undefined ? 'no progress token' : 'done' }] };
+    },
+  );
+  server.registerTool(
+    'ask',
+    {
+      description: 'Asks the user for a branch (elicitation/create), then answers with what it was told.',
+      inputSchema: { message: z.string() },
+    },
+    async ({ message }, extra) => {
+      // Sent as part of this call (on its stream over Streamable HTTP).
+      const answer = await extra.sendRequest(
+        {
+          method: 'elicitation/create',
+          params: {
+            message,
+            requestedSchema: {
+              type: 'object',
+              properties: { branch: { type: 'string', title: 'Branch' }, force: { type: 'boolean' } },
+              required: ['branch'],
+            },
+          },
+        },
+        ElicitResultSchema,
+      );
+      return { content: [{ type: 'text', text: JSON.stringify(answer) }] };
     },
   );
   server.registerTool('pid', { description: 'The process id of the server.' }, async () => ({
