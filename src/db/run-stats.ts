@@ -85,3 +85,59 @@ export async function runStatsCells(db: Database, query: RunStatsQuery): Promise
     groupRank: Number(row.group_rank),
   }));
 }
+
+/** The requests of the runs a RunStatsQuery counts, by kind, stored state and what bears on how they read now. */
+export interface RunWaitRow {
+  kind: string;
+  state: string;
+  pastExpiry: boolean;
+  runEnded: boolean;
+  /** The runs' ids: rows that read as one state count a run once. */
+  runIds: number[];
+  requests: number;
+  waitMs: number;
+  longestWaitMs: number;
+}
+
+/**
+ * Requests of runs created in the range (with the query's filters), grouped
+ * by kind, stored state, whether past their expiry and whether their run
+ * ended: the domain reads the state from these (requestStateAt). A wait
+ * lasts from the request to its decision, or to now while open.
+ */
+export async function runWaitRows(
+  db: Database,
+  query: Omit<RunStatsQuery, 'groupBy' | 'spec' | 'groups'>,
+  now: Date,
+): Promise<RunWaitRow[]> {
+  const at = sql`${now.toISOString()}::timestamptz`;
+  const conditions = [
+    sql`r.created_at >= ${query.range.from.toISOString()}::timestamptz`,
+    sql`r.created_at < ${query.range.to.toISOString()}::timestamptz`,
+    inList(sql`r.configuration`, query.configurations),
+    inList(sql`r.owner`, query.owners),
+    inList(sql`r.status`, query.statuses),
+  ].filter((c): c is SQL => c !== null);
+  const waited = sql`greatest(extract(epoch from (coalesce(h.decided_at, ${at}) - h.requested_at)) * 1000, 0)`;
+  const rows = await selectRows<Record<keyof RunWaitRow, unknown>>(
+    db,
+    sql`select h.kind, h.state,
+               coalesce(h.expires_at <= ${at}, false) as "pastExpiry",
+               r.finished_at is not null as "runEnded",
+               array_agg(distinct r.id) as "runIds", count(*)::bigint as requests,
+               coalesce(sum(${waited}), 0)::float8 as "waitMs", coalesce(max(${waited}), 0)::float8 as "longestWaitMs"
+          from human_requests h join runs r on r.id = h.run_id
+         where ${sql.join(conditions, sql` and `)}
+         group by 1, 2, 3, 4`,
+  );
+  return rows.map((row) => ({
+    kind: String(row.kind),
+    state: String(row.state),
+    pastExpiry: row.pastExpiry === true,
+    runEnded: row.runEnded === true,
+    runIds: (row.runIds as Array<number | string>).map(Number),
+    requests: Number(row.requests),
+    waitMs: Math.round(Number(row.waitMs)),
+    longestWaitMs: Math.round(Number(row.longestWaitMs)),
+  }));
+}

@@ -308,4 +308,38 @@ describe.each(backendNames)('a human in the loop (%s)', (backend) => {
     expect((await waiting).data?.awaitDecision).toEqual({ state: 'DENIED', decidedBy: 'carol' });
     expect(Date.now() - began).toBeLessThan(5_000);
   });
+
+  it('runStats counts how runs waited (approved, denied, expired, answered) and for how long', async () => {
+    const approved = (await requestApproval()).data?.request.uuid ?? '';
+    await decide(approved, 'APPROVE');
+    const denied = (await requestApproval()).data?.request.uuid ?? '';
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await decide(denied, 'DENY');
+    await requestApproval({ expiresAt: new Date(Date.now() + 50).toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    const input = (await requestInput()).data?.request.uuid ?? '';
+    await provide(input, { branch: 'main', region: 'us' });
+    const stats = await api.query<{ runStats: { waited: Array<Record<string, unknown>> } }>(
+      'query ($c: [String!]) { runStats(groupBy: [STATUS], filter: { configurations: $c }) { waited { kind state runs requests waitMs longestWaitMs } } }',
+      { c: ['hitl'] },
+      approver,
+    );
+    expect(stats.errors).toBeUndefined();
+    const waited = stats.data?.runStats.waited ?? [];
+    expect(waited.map(({ kind, state, runs, requests }) => ({ kind, state, runs, requests }))).toEqual([
+      { kind: 'APPROVAL', state: 'APPROVED', runs: 1, requests: 1 },
+      { kind: 'APPROVAL', state: 'DENIED', runs: 1, requests: 1 },
+      // Not closed yet by the sweep: read as expired all the same.
+      { kind: 'APPROVAL', state: 'EXPIRED', runs: 1, requests: 1 },
+      { kind: 'INPUT', state: 'ANSWERED', runs: 1, requests: 1 },
+    ]);
+    const deniedWait = waited.find((row) => row.state === 'DENIED');
+    expect(Number(deniedWait?.waitMs)).toBeGreaterThanOrEqual(25);
+    // What plain SQL says the denied request waited.
+    const [row] = await selectRows<{ ms: number }>(
+      api.db,
+      sql`select round(extract(epoch from (decided_at - requested_at)) * 1000)::int as ms from human_requests where state = 'denied'`,
+    );
+    expect(Math.abs(Number(deniedWait?.waitMs) - (row?.ms ?? 0))).toBeLessThanOrEqual(1);
+  });
 });

@@ -34,7 +34,7 @@ import { ErrorInterface, RUN_END_ERRORS, STEP_ERRORS } from './errors.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef } from './run-step.ts';
 
-const RequestKindEnum = builder.enumType('RequestKind', {
+export const RequestKindEnum = builder.enumType('RequestKind', {
   description: 'APPROVAL of a proposed tool call, or INPUT asked against a JSON Schema.',
   values: enumValues(REQUEST_KINDS),
 });
@@ -43,7 +43,7 @@ const RequestSourceEnum = builder.enumType('RequestSource', {
     'API: asked by the run recorder (requestApproval, requestInput); MCP: asked by an MCP server during a callTool (elicitation).',
   values: enumValues(REQUEST_SOURCES),
 });
-const RequestStateEnum = builder.enumType('RequestState', {
+export const RequestStateEnum = builder.enumType('RequestState', {
   description:
     'OPEN until decided. DENIED, DECLINED, EXPIRED and CANCELLED are facts about people and time, never failures: none of them is a failed tool call or enters a failure rate.',
   values: enumValues(REQUEST_STATES),

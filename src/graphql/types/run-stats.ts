@@ -1,9 +1,10 @@
 import { STATS_LIMITS } from '../../domain/limits.ts';
-import type { RunStatsGroup, RunStatsPage } from '../../domain/run-stats.ts';
-import { runStats } from '../../ledger/run-stats.ts';
+import type { RunStatsGroup } from '../../domain/run-stats.ts';
+import { type RunStatsAnswer, type RunWaits, runStats } from '../../ledger/run-stats.ts';
 import { builder } from '../builder.ts';
 import { storableStrings } from '../input-text.ts';
 import { RunStatusEnum, TerminationReasonEnum } from './enums.ts';
+import { RequestKindEnum, RequestStateEnum } from './human-request.ts';
 import { TimeBucketEnum } from './outcome-stats.ts';
 
 const RunGroupByEnum = builder.enumType('RunGroupBy', {
@@ -42,8 +43,31 @@ const RunStatsGroupRef = builder.objectRef<RunStatsGroup>('RunStatsGroup').imple
   }),
 });
 
-const RunStatsRef = builder.objectRef<RunStatsPage>('RunStats').implement({
+const RunWaitsRef = builder.objectRef<RunWaits>('RunWaits').implement({
+  description:
+    'How the runs counted waited for people: their requests of one kind in one state (APPROVED, DENIED, EXPIRED, ANSWERED, DECLINED, CANCELLED, or OPEN still). None of them is a failure.',
   fields: (t) => ({
+    kind: t.field({ type: RequestKindEnum, resolve: (waits) => waits.kind }),
+    state: t.field({ type: RequestStateEnum, resolve: (waits) => waits.state }),
+    runs: t.expose('runs', { type: 'SafeInt', description: 'Runs with at least one such request.' }),
+    requests: t.expose('requests', { type: 'SafeInt' }),
+    waitMs: t.expose('waitMs', {
+      type: 'SafeInt',
+      description:
+        'Time spent waiting, summed over the requests: from each to its decision, or to now while open.',
+    }),
+    longestWaitMs: t.expose('longestWaitMs', { type: 'SafeInt' }),
+  }),
+});
+
+const RunStatsRef = builder.objectRef<RunStatsAnswer>('RunStats').implement({
+  fields: (t) => ({
+    waited: t.field({
+      type: [RunWaitsRef],
+      description:
+        'The requests (approvals, inputs) of the same runs, by kind and state: how they waited, and for how long.',
+      resolve: (answer) => answer.waited(),
+    }),
     groups: t.field({
       type: [RunStatsGroupRef],
       description:
