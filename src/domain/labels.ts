@@ -1,3 +1,4 @@
+import type { RequestState } from './human-request.ts';
 import type { StepKind } from './step-kind.ts';
 import type { ToolOutcome } from './tool-outcome.ts';
 
@@ -23,6 +24,8 @@ type DetailLabelKey =
   | 'runs.detail.artifacts.other'
   | 'runs.detail.messages'
   | 'runs.detail.dropped'
+  | 'runs.detail.request.asked'
+  | `runs.detail.request.${Exclude<RequestState, 'open'>}`
   | `runs.detail.kind.${StepKind}`;
 
 export type LabelKey = OutcomeLabelKey | DetailLabelKey;
@@ -53,6 +56,13 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.artifacts.other': '{count} artifacts',
     'runs.detail.messages': '{count} messages',
     'runs.detail.dropped': '{count} dropped',
+    'runs.detail.request.asked': 'waiting for a person',
+    'runs.detail.request.approved': 'approved by {actor}',
+    'runs.detail.request.denied': 'denied by {actor}',
+    'runs.detail.request.answered': 'answered by {actor}',
+    'runs.detail.request.declined': 'declined by {actor}',
+    'runs.detail.request.expired': 'expired, nobody decided',
+    'runs.detail.request.cancelled': 'cancelled with its call',
     'runs.detail.kind.request': 'request',
     'runs.detail.kind.llm': 'llm',
     'runs.detail.kind.tool': 'tool',
@@ -82,6 +92,13 @@ export const LABELS: Readonly<Record<Locale, Readonly<Record<LabelKey, string>>>
     'runs.detail.artifacts.other': '{count} Artefakte',
     'runs.detail.messages': '{count} Nachrichten',
     'runs.detail.dropped': '{count} verworfen',
+    'runs.detail.request.asked': 'wartet auf eine Person',
+    'runs.detail.request.approved': 'freigegeben von {actor}',
+    'runs.detail.request.denied': 'abgelehnt von {actor}',
+    'runs.detail.request.answered': 'beantwortet von {actor}',
+    'runs.detail.request.declined': 'ausgeschlagen von {actor}',
+    'runs.detail.request.expired': 'abgelaufen, niemand hat entschieden',
+    'runs.detail.request.cancelled': 'mit seinem Aufruf abgebrochen',
     'runs.detail.kind.request': 'Anfrage',
     'runs.detail.kind.llm': 'Modellaufruf',
     'runs.detail.kind.tool': 'Werkzeugaufruf',

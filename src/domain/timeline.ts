@@ -1,5 +1,5 @@
 import { type IsoInstant, isoInstant } from './date-time.ts';
-import { decimal, type Locale, label, outcomeLabel } from './labels.ts';
+import { decimal, type LabelKey, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
 import type { StepKind } from './step-kind.ts';
 import { isToolOutcome, type ToolOutcome } from './tool-outcome.ts';
@@ -36,6 +36,10 @@ export const DETAIL_FACTS = [
   'failureCode',
   'cancelCode',
   'sessionStartMs',
+  // A request of a person and its decision (SPEC 13): what became of it, and who decided.
+  'phase',
+  'decision',
+  'decidedBy',
 ] as const;
 
 type DetailFact = (typeof DETAIL_FACTS)[number];
@@ -105,6 +109,24 @@ function and(line: string, part: string): string {
   return line === '' ? part : `${line} · ${part}`;
 }
 
+const DECISIONS: ReadonlySet<string> = new Set([
+  'approved',
+  'denied',
+  'answered',
+  'declined',
+  'expired',
+  'cancelled',
+]);
+
+function requestPart(facts: DetailFacts, locale: Locale): string {
+  const decision = String(facts.decision ?? '');
+  if (facts.phase !== 'decided' || !DECISIONS.has(decision))
+    return label(locale, 'runs.detail.request.asked');
+  return label(locale, `runs.detail.request.${decision}` as LabelKey, {
+    actor: String(facts.decidedBy ?? ''),
+  });
+}
+
 function toolPart(step: DetailSource, locale: Locale): string {
   const { server, toolName } = step;
   if (server && toolName) return `${server}/${toolName}`;
@@ -116,6 +138,8 @@ export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   const facts = allowedFacts(step.metadata);
   let line = '';
   if (step.kind === 'tool' || step.kind === 'tool_write') line = toolPart(step, locale);
+  if ((step.kind === 'approval' || step.kind === 'input') && facts.phase !== undefined)
+    line = requestPart(facts, locale);
   if (step.kind === 'tool_write' && step.writeTarget) {
     const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
     line = and(line, label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));

@@ -56,6 +56,7 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
   let graphqlUrl = '';
   let adminKey = '';
   let readerKey = '';
+  let approverKey = '';
   /** Every request the pages made to another host (all refused). */
   const external: string[] = [];
 
@@ -100,6 +101,7 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await seedDemoData(database.handle.db, new Date());
     adminKey = (await createApiKey(database.handle.db, 'admin', PERMISSIONS)).key;
     readerKey = (await createApiKey(database.handle.db, 'auditor', ['read_all_runs'])).key;
+    approverKey = (await createApiKey(database.handle.db, 'carol', ['read_all_runs', 'approve_runs'])).key;
     tools = await startHttpToolServer();
     service = await startService({
       DATABASE_URL: database.url ?? '',
@@ -338,6 +340,93 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 5_000 });
     await expect.poll(() => page.getByTestId('calls-on-the-wire').count()).toBe(0);
     await page.close();
+  });
+
+  it('decides from the inbox: approve (seen live in the timeline), deny, answer a form; only keys that may decide see it', async () => {
+    const uuid = await startRun();
+    const ask = (query: string, input: Record<string, unknown>) =>
+      api<Record<string, { data: { request: { uuid: string } } }>>(adminKey, query, {
+        input: { runUuid: uuid, ...input },
+      });
+    const APPROVAL =
+      'mutation ($input: RequestApprovalInput!) { requestApproval(input: $input) { ... on RequestRecordedSuccess { data { request { uuid } } } } }';
+    const INPUT =
+      'mutation ($input: RequestInputInput!) { requestInput(input: $input) { ... on RequestRecordedSuccess { data { request { uuid } } } } }';
+    await ask(APPROVAL, {
+      toolName: 'deploy',
+      server: 'ops',
+      arguments: { env: 'prod' },
+      reason: 'ship the fix',
+    });
+
+    const runPage = await signedIn(adminKey, `/runs/${uuid}`);
+    await runPage.getByText('live', { exact: true }).waitFor();
+    await runPage.getByTestId('run-status').getByText('waiting for approval').waitFor();
+    // The run's owner may approve, but never its own run: its inbox is empty.
+    const own = await signedIn(adminKey, '/inbox');
+    await own.getByTestId('inbox-empty').waitFor();
+    await own.close();
+    const reader = await signedIn(readerKey, '/');
+    expect(await reader.getByRole('link', { name: 'Inbox' }).count()).toBe(0);
+    await reader.close();
+
+    const inbox = await signedIn(approverKey, '/');
+    await inbox.getByRole('link', { name: 'Inbox' }).click();
+    const card = inbox.getByTestId('inbox-request').filter({ hasText: 'ops/deploy' });
+    await card.getByText('ship the fix').waitFor();
+    await card.getByText('"env": "prod"').waitFor();
+    await shoot(inbox, 'inbox');
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await inbox.getByTestId('inbox-done').getByText('Approved.').waitFor();
+    // Live on the run page: the decision's step, and the run running again.
+    await runPage.locator('tr[data-sequence="2"]').getByText('approved by carol').waitFor({ timeout: 2_000 });
+    await runPage.getByTestId('run-status').getByText('running').waitFor();
+
+    await ask(APPROVAL, { toolName: 'drop-table', arguments: {} });
+    await inbox.reload();
+    await inbox
+      .getByTestId('inbox-request')
+      .filter({ hasText: 'drop-table' })
+      .getByRole('button', { name: 'Deny' })
+      .click();
+    await inbox.getByTestId('inbox-done').getByText('Denied.').waitFor();
+    await runPage.locator('tr[data-sequence="4"]').getByText('denied by carol').waitFor({ timeout: 2_000 });
+
+    const asked = await ask(INPUT, {
+      prompt: 'Where to deploy?',
+      schema: {
+        type: 'object',
+        properties: {
+          branch: { type: 'string', title: 'Branch' },
+          region: { type: 'string', title: 'Region', enum: ['eu', 'us'] },
+          replicas: { type: 'integer', title: 'Replicas' },
+          force: { type: 'boolean', title: 'Force' },
+        },
+        required: ['branch', 'region'],
+      },
+    });
+    // In German this time: the same form, in its words.
+    const de = await signedIn(approverKey, '/inbox?lang=de');
+    const form = de.getByTestId('inbox-request').filter({ hasText: 'Where to deploy?' });
+    await form.getByText('Eingabe erbeten').waitFor();
+    await form.getByLabel(/^Branch/).fill('main');
+    await form.getByLabel(/^Region/).selectOption('eu');
+    await form.getByLabel(/^Replicas/).fill('3');
+    await form.getByLabel('Force').check();
+    await form.getByRole('button', { name: 'Antwort senden' }).click();
+    await de.getByTestId('inbox-done').getByText('Beantwortet.').waitFor();
+    const request = asked.requestInput?.data.request.uuid ?? '';
+    const answered = await api<{ humanRequest: { state: string; values: unknown } }>(
+      adminKey,
+      'query ($u: String!) { humanRequest(uuid: $u) { state values } }',
+      { u: request },
+    );
+    expect(answered.humanRequest).toEqual({
+      state: 'ANSWERED',
+      values: { branch: 'main', region: 'eu', replicas: 3, force: true },
+    });
+    await runPage.locator('tr[data-sequence="6"]').getByText('answered by carol').waitFor({ timeout: 2_000 });
+    await Promise.all([de.close(), inbox.close(), runPage.close()]);
   });
 
   it('offers Cancel only to a key that may cancel the run', async () => {

@@ -7,6 +7,7 @@ import type { ViewerSessionQuery } from './gql/graphql.ts';
 import { i18n } from './i18n.ts';
 import { useLocale, useLocalPath, useWords } from './locale.ts';
 import { ViewerSessionQuery as ViewerSessionDocument } from './operations.ts';
+import { InboxPage } from './pages/Inbox.tsx';
 import { RunPage } from './pages/Run.tsx';
 import { RunsPage } from './pages/Runs.tsx';
 import { SignIn } from './pages/SignIn.tsx';
@@ -87,6 +88,7 @@ export function App() {
               <Route path="/servers" element={<ServersPage />} />
               <Route path="/servers/:server" element={<ServerPage />} />
               <Route path="/stats" element={<StatsPage />} />
+              <Route path="/inbox" element={<InboxPage />} />
               <Route path="*" element={<Navigate to="/" replace />} />
             </Routes>
           </Suspense>
@@ -115,6 +117,10 @@ function Layout({ children }: { children: React.ReactNode }) {
           <NavLink to={to('/runs')}>{t('viewer.nav.runs')}</NavLink>
           <NavLink to={to('/stats')}>{t('viewer.nav.stats')}</NavLink>
           <NavLink to={to('/servers')}>{t('viewer.nav.servers')}</NavLink>
+          {/* Only keys that may decide see the inbox. */}
+          {viewer.permissions.includes('APPROVE_RUNS') && (
+            <NavLink to={to('/inbox')}>{t('viewer.nav.inbox')}</NavLink>
+          )}
         </nav>
         <span className="spacer" />
         <LanguageSwitch />

@@ -303,3 +303,67 @@ export const RunStatsQuery = graphql(`
     }
   }
 `);
+
+export const InboxQuery = graphql(`
+  query ViewerInbox {
+    openRequests(first: 100) {
+      uuid
+      kind
+      source
+      requestedBy
+      requestedAt
+      expiresAt
+      toolName
+      server
+      arguments
+      reason
+      prompt
+      schema
+      run {
+        uuid
+        configuration
+        owner
+      }
+    }
+  }
+`);
+
+export const DecideApprovalMutation = graphql(`
+  mutation ViewerDecideApproval($input: DecideApprovalInput!) {
+    decideApproval(input: $input) {
+      __typename
+      ... on RequestRecordedSuccess {
+        data {
+          request {
+            uuid
+            state
+          }
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
+export const ProvideInputMutation = graphql(`
+  mutation ViewerProvideInput($input: ProvideInputInput!) {
+    provideInput(input: $input) {
+      __typename
+      ... on RequestRecordedSuccess {
+        data {
+          request {
+            uuid
+            state
+          }
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
