@@ -105,6 +105,59 @@ describe.each(backendNames)('the client operations, run as a frontend runs them 
     expect(fields.filter((field) => !asked.has(field))).toEqual([]);
   });
 
+  it('a human in the loop with the client documents: ask, wait without polling, decide, answer, refuse', async () => {
+    const run = await start(`hitl-${backend}`);
+    const carol: AskAs = { actor: 'carol', permissions: ['approve_runs', 'read_all_runs'] };
+    type Recorded = {
+      __typename: string;
+      code?: string;
+      data?: { request: { uuid: string; state: string } };
+    };
+    const asked = (
+      await send('RequestApproval', {
+        input: { runUuid: run, toolName: 'deploy', arguments: { env: 'prod' } },
+      })
+    ).data?.requestApproval as Recorded;
+    expect(asked.__typename).toBe('RequestRecordedSuccess');
+    const id = asked.data?.request.uuid ?? '';
+    const inbox = (await send('OpenRequests', { first: 50 }, carol)).data?.openRequests as Array<{
+      uuid: string;
+      arguments: unknown;
+    }>;
+    expect(inbox.find((request) => request.uuid === id)?.arguments).toEqual({ env: 'prod' });
+    // The agent waits; carol decides meanwhile.
+    const waiting = send('AwaitDecision', { runUuid: run, request: id, timeoutMs: 10_000 });
+    const own = (await send('DecideApproval', { input: { runUuid: run, request: id, decision: 'APPROVE' } }))
+      .data?.decideApproval as Recorded;
+    expect(own.code).toBe('FOUR_EYES_REQUIRED');
+    const decided = (
+      await send('DecideApproval', { input: { runUuid: run, request: id, decision: 'APPROVE' } }, carol)
+    ).data?.decideApproval as Recorded;
+    expect(decided.data?.request.state).toBe('APPROVED');
+    expect(((await waiting).data?.awaitDecision as { state: string }).state).toBe('APPROVED');
+
+    const input = (
+      await send('RequestInput', {
+        input: {
+          runUuid: run,
+          prompt: 'Branch?',
+          schema: { type: 'object', properties: { branch: { type: 'string' } }, required: ['branch'] },
+        },
+      })
+    ).data?.requestInput as Recorded;
+    const request = input.data?.request.uuid ?? '';
+    const wrong = (
+      await send('ProvideInput', { input: { runUuid: run, request, values: { branch: 7 } } }, carol)
+    ).data?.provideInput as Recorded;
+    expect(wrong.code).toBe('INPUT_VALUES_INVALID');
+    await send('ProvideInput', { input: { runUuid: run, request, values: { branch: 'main' } } }, carol);
+    const read = (await send('HumanRequest', { uuid: request })).data?.humanRequest as {
+      state: string;
+      values: unknown;
+    };
+    expect(read).toMatchObject({ state: 'ANSWERED', values: { branch: 'main' } });
+  });
+
   it('pages a run list to its end with RunListPage, using totalCount and pageInfo', async () => {
     const configuration = `paging-${backend}`;
     const made: string[] = [];
