@@ -504,6 +504,7 @@ export class RequestExpiries {
 /** Text a server sent, made storable: control characters out, cut to `max`. */
 function storableText(text: unknown, max: number): string {
   const cleaned = String(text ?? '')
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters (but tab and newlines) are what this removes
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
     .replace(/\p{Cs}/gu, '\ufffd')
     .slice(0, max)

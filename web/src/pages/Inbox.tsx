@@ -1,4 +1,4 @@
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useId, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
 import { ErrorNote, Section } from '../components.tsx';
@@ -214,21 +214,24 @@ function commentOf(button: HTMLButtonElement): string {
 
 function FieldInput({ field }: { field: FormField }) {
   const { t } = useWords();
+  const id = useId();
   const label = field.title ?? field.name;
   const mark = field.required ? ` (${t('viewer.inbox.required')})` : '';
   if (field.type === 'boolean') {
     return (
-      <label className="field">
-        <input type="checkbox" name={field.name} /> {label}
-      </label>
+      <div className="field">
+        <input id={id} type="checkbox" name={field.name} /> <label htmlFor={id}>{label}</label>
+      </div>
     );
   }
   return (
-    <label className="field">
-      {label}
-      {mark}{' '}
+    <div className="field">
+      <label htmlFor={id}>
+        {label}
+        {mark}
+      </label>{' '}
       {field.enum ? (
-        <select name={field.name} required={field.required} defaultValue="">
+        <select id={id} name={field.name} required={field.required} defaultValue="">
           <option value="" disabled={field.required}>
             –
           </option>
@@ -240,6 +243,7 @@ function FieldInput({ field }: { field: FormField }) {
         </select>
       ) : (
         <input
+          id={id}
           name={field.name}
           required={field.required}
           type={field.type === 'string' ? 'text' : 'number'}
@@ -247,6 +251,6 @@ function FieldInput({ field }: { field: FormField }) {
           title={field.description}
         />
       )}
-    </label>
+    </div>
   );
 }
