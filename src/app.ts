@@ -6,6 +6,7 @@ import { optionsFromEnv } from './db/connection.ts';
 import { migrate } from './db/migrator.ts';
 import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
+import { ENVIRONMENT, environmentValue } from './environment.ts';
 import { RequestExpiries } from './ledger/human-requests.ts';
 import { RunEvents } from './ledger/run-events.ts';
 import { StatsFolder } from './ledger/stats-folder.ts';
@@ -35,7 +36,7 @@ export interface App {
  * a single instance that wants no NOTIFY per write.
  */
 function liveChannelFromEnv(env: NodeJS.ProcessEnv = process.env): 'postgres' | 'memory' {
-  const value = env.RUNLEDGER_LIVE_CHANNEL?.trim() || 'postgres';
+  const value = environmentValue('RUNLEDGER_LIVE_CHANNEL', env) ?? ENVIRONMENT.RUNLEDGER_LIVE_CHANNEL.default;
   if (value !== 'postgres' && value !== 'memory') {
     throw new Error(`RUNLEDGER_LIVE_CHANNEL must be postgres or memory, not "${value}"`);
   }
@@ -48,7 +49,7 @@ function liveChannelFromEnv(env: NodeJS.ProcessEnv = process.env): 'postgres' | 
  * to `npm run stats:fold` (its reads stay exact either way).
  */
 function statsFoldFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  const value = env.RUNLEDGER_STATS_FOLD?.trim() || 'on';
+  const value = environmentValue('RUNLEDGER_STATS_FOLD', env) ?? ENVIRONMENT.RUNLEDGER_STATS_FOLD.default;
   if (value !== 'on' && value !== 'off') {
     throw new Error(`RUNLEDGER_STATS_FOLD must be on or off, not "${value}"`);
   }

@@ -1,10 +1,11 @@
 import type { RequestListener } from 'node:http';
 import type { App } from './app.ts';
+import { ENVIRONMENT, environmentValue } from './environment.ts';
 import { ErrorCode, RETRY_AFTER_SECONDS } from './graphql/errors.ts';
 import { createHttpServer, transportLimitsFromEnv } from './transport.ts';
 
-const port = Number(process.env.PORT ?? 4000);
-const host = process.env.HOST ?? '127.0.0.1';
+const port = Number(environmentValue('PORT') ?? ENVIRONMENT.PORT.default);
+const host = environmentValue('HOST') ?? ENVIRONMENT.HOST.default;
 // Read before anything else: a bad setting stops the start, before the database is touched.
 const limits = transportLimitsFromEnv();
 

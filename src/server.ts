@@ -2,6 +2,7 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
+import { environmentValue } from './environment.ts';
 import { useCompiledQueries } from './graphql/compiled-queries.ts';
 import { type Context, createContext } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
@@ -68,14 +69,14 @@ export function createServer({
   calls = new InFlightCalls(),
   mcp = mcpSettingsFromEnv(),
   sessions = new McpSessions(new McpPolicy(mcp)),
-  production = process.env.NODE_ENV === 'production',
+  production = environmentValue('NODE_ENV') === 'production',
   trustedDocuments = trustedDocumentsFromEnv(),
   events = new RunEvents(inProcessChannel()),
   viewer = viewerDirectory(),
   compiledQueries = true,
 }: ServerOptions): Server {
   const tools = mcpDependencies(sessions, calls);
-  const logger = process.env.NODE_ENV === 'test' ? undefined : createLogger();
+  const logger = environmentValue('NODE_ENV') === 'test' ? undefined : createLogger();
   // Loaded on the first export, not at start: protobufjs and the OTLP definitions cost nothing until used.
   let otlp: Promise<(request: Request) => Promise<Response>> | undefined;
   // A cancel on any instance cuts off the calls this process holds for the run.

@@ -7,6 +7,7 @@ import {
 } from 'node:http';
 import { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { ENVIRONMENT, type EnvironmentName, environmentValue } from './environment.ts';
 import { ErrorCode } from './graphql/errors.ts';
 
 /** Limits on the HTTP connection itself, before GraphQL sees a request. */
@@ -31,15 +32,19 @@ export interface TransportLimits {
 }
 
 /** Each limit: the environment variable that sets it and its default. */
-export const TRANSPORT_SETTINGS: { readonly [K in keyof TransportLimits]: { env: string; value: number } } = {
-  headersTimeoutMs: { env: 'HTTP_HEADERS_TIMEOUT_MS', value: 10_000 },
-  // 16 MB (the body limit) in 30 s needs about 4.5 Mbit/s.
-  requestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_MS', value: 30_000 },
-  keepAliveTimeoutMs: { env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', value: 5_000 },
-  maxConnections: { env: 'HTTP_MAX_CONNECTIONS', value: 500 },
-  maxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', value: 16_384 },
-  maxHeaders: { env: 'HTTP_MAX_HEADERS', value: 100 },
-  lingerMs: { env: 'HTTP_LINGER_MS', value: 2_000 },
+export const TRANSPORT_SETTINGS: {
+  readonly [K in keyof TransportLimits]: { env: EnvironmentName; value: number };
+} = {
+  headersTimeoutMs: { env: 'HTTP_HEADERS_TIMEOUT_MS', value: ENVIRONMENT.HTTP_HEADERS_TIMEOUT_MS.default },
+  requestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_MS', value: ENVIRONMENT.HTTP_REQUEST_TIMEOUT_MS.default },
+  keepAliveTimeoutMs: {
+    env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS',
+    value: ENVIRONMENT.HTTP_KEEP_ALIVE_TIMEOUT_MS.default,
+  },
+  maxConnections: { env: 'HTTP_MAX_CONNECTIONS', value: ENVIRONMENT.HTTP_MAX_CONNECTIONS.default },
+  maxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', value: ENVIRONMENT.HTTP_MAX_HEADER_BYTES.default },
+  maxHeaders: { env: 'HTTP_MAX_HEADERS', value: ENVIRONMENT.HTTP_MAX_HEADERS.default },
+  lingerMs: { env: 'HTTP_LINGER_MS', value: ENVIRONMENT.HTTP_LINGER_MS.default },
 };
 
 const names = Object.keys(TRANSPORT_SETTINGS) as Array<keyof TransportLimits>;
@@ -53,7 +58,7 @@ export function transportLimitsFromEnv(env: NodeJS.ProcessEnv = process.env): Tr
   const limits = { ...defaultTransportLimits };
   for (const name of names) {
     const { env: variable } = TRANSPORT_SETTINGS[name];
-    const text = env[variable]?.trim();
+    const text = environmentValue(variable, env);
     if (!text) continue;
     const value = Number(text);
     // Zero would mean "no limit" to Node: every limit here stays a limit.

@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import { schema } from '../../drizzle/schema.ts';
+import { ENVIRONMENT, type EnvironmentName, environmentValue } from '../environment.ts';
 
 /** One type for both drivers: the pg-core base they share. */
 export type Database = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -56,15 +57,15 @@ export interface DatabaseTimeouts {
 }
 
 export const DEFAULT_TIMEOUTS: DatabaseTimeouts = {
-  connectMs: 5_000,
-  statementMs: 30_000,
-  queryMs: 35_000,
-  idleInTransactionMs: 60_000,
-  pingMs: 1_500,
+  connectMs: ENVIRONMENT.DATABASE_CONNECT_TIMEOUT_MS.default,
+  statementMs: ENVIRONMENT.DATABASE_STATEMENT_TIMEOUT_MS.default,
+  queryMs: ENVIRONMENT.DATABASE_QUERY_TIMEOUT_MS.default,
+  idleInTransactionMs: ENVIRONMENT.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS.default,
+  pingMs: ENVIRONMENT.DATABASE_PING_TIMEOUT_MS.default,
 };
 
 /** The environment variable that overrides each timeout. */
-export const TIMEOUT_ENV: Record<keyof DatabaseTimeouts, string> = {
+export const TIMEOUT_ENV: Record<keyof DatabaseTimeouts, EnvironmentName> = {
   connectMs: 'DATABASE_CONNECT_TIMEOUT_MS',
   statementMs: 'DATABASE_STATEMENT_TIMEOUT_MS',
   queryMs: 'DATABASE_QUERY_TIMEOUT_MS',
@@ -74,9 +75,11 @@ export const TIMEOUT_ENV: Record<keyof DatabaseTimeouts, string> = {
 
 function timeoutsFromEnv(env: NodeJS.ProcessEnv): Partial<DatabaseTimeouts> {
   const timeouts: Partial<DatabaseTimeouts> = {};
-  for (const [name, variable] of Object.entries(TIMEOUT_ENV) as Array<[keyof DatabaseTimeouts, string]>) {
-    const raw = env[variable];
-    if (raw === undefined || raw === '') continue;
+  for (const [name, variable] of Object.entries(TIMEOUT_ENV) as Array<
+    [keyof DatabaseTimeouts, EnvironmentName]
+  >) {
+    const raw = environmentValue(variable, env);
+    if (raw === undefined) continue;
     const value = Number(raw);
     if (!Number.isSafeInteger(value) || value <= 0) {
       throw new Error(
@@ -88,7 +91,7 @@ function timeoutsFromEnv(env: NodeJS.ProcessEnv): Partial<DatabaseTimeouts> {
   return timeouts;
 }
 
-export const DEFAULT_PGLITE_DIR = '.data/pglite';
+export const DEFAULT_PGLITE_DIR: string = ENVIRONMENT.PGLITE_DATA_DIR.default;
 
 /**
  * A PGlite data directory already initialised and migrated, made by the
@@ -102,8 +105,8 @@ export const PGLITE_TEMPLATE = fileURLToPath(new URL('../../pglite-template.tar.
 /** Reads the choice of database from the environment: DATABASE_URL, else PGLITE_DATA_DIR, else `.data/pglite`. */
 export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): OpenOptions {
   return {
-    url: env.DATABASE_URL || undefined,
-    dataDir: env.PGLITE_DATA_DIR || DEFAULT_PGLITE_DIR,
+    url: environmentValue('DATABASE_URL', env),
+    dataDir: environmentValue('PGLITE_DATA_DIR', env) ?? DEFAULT_PGLITE_DIR,
     timeouts: timeoutsFromEnv(env),
     ...poolSizeFromEnv(env),
   };
@@ -111,8 +114,8 @@ export function optionsFromEnv(env: NodeJS.ProcessEnv = process.env): OpenOption
 
 /** DATABASE_POOL_SIZE: connections to PostgreSQL at most (default DEFAULT_POOL_SIZE). */
 function poolSizeFromEnv(env: NodeJS.ProcessEnv): { poolSize?: number } {
-  const raw = env.DATABASE_POOL_SIZE;
-  if (raw === undefined || raw === '') return {};
+  const raw = environmentValue('DATABASE_POOL_SIZE', env);
+  if (raw === undefined) return {};
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 1 || value > 1_000) {
     throw new Error(`DATABASE_POOL_SIZE must be a whole number from 1 to 1000, not ${JSON.stringify(raw)}`);
@@ -121,7 +124,7 @@ function poolSizeFromEnv(env: NodeJS.ProcessEnv): { poolSize?: number } {
 }
 
 /** Connections to PostgreSQL at most, unless DATABASE_POOL_SIZE says otherwise. */
-export const DEFAULT_POOL_SIZE = 10;
+export const DEFAULT_POOL_SIZE: number = ENVIRONMENT.DATABASE_POOL_SIZE.default;
 
 export async function openDatabase(options: OpenOptions = optionsFromEnv()): Promise<DatabaseHandle> {
   const logger: Logger | undefined = options.onQuery

@@ -4,6 +4,7 @@ import { GraphQLError } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { can, type Permission } from '../domain/permissions.ts';
+import { type EnvironmentName, environmentValue } from '../environment.ts';
 import { actorOf } from './context.ts';
 
 /**
@@ -14,7 +15,7 @@ import { actorOf } from './context.ts';
  */
 
 /** The environment variable naming the manifest: a JSON object of hash -> document. */
-export const TRUSTED_DOCUMENTS_VARIABLE = 'RUNLEDGER_TRUSTED_DOCUMENTS';
+export const TRUSTED_DOCUMENTS_VARIABLE = 'RUNLEDGER_TRUSTED_DOCUMENTS' satisfies EnvironmentName;
 
 /** Who may still send an ad-hoc query while trusted documents are on: the administrator's permission. */
 export const AD_HOC_PERMISSION: Permission = 'manage_keys';
@@ -62,7 +63,7 @@ export function readTrustedDocuments(path: string, source = TRUSTED_DOCUMENTS_VA
 
 /** The manifest the environment names, or null: every operation is accepted (the default). */
 export function trustedDocumentsFromEnv(env: NodeJS.ProcessEnv = process.env): TrustedDocuments | null {
-  const path = env[TRUSTED_DOCUMENTS_VARIABLE]?.trim();
+  const path = environmentValue(TRUSTED_DOCUMENTS_VARIABLE, env);
   return path ? readTrustedDocuments(path) : null;
 }
 

@@ -1,3 +1,5 @@
+import { type EnvironmentName, environmentValue } from '../environment.ts';
+
 /**
  * What the operator allows MCP servers to be: which hosts runledger may call,
  * which programs it may start, and what of its own environment those
@@ -20,7 +22,7 @@ export const McpSetting = {
   AllowedHosts: 'RUNLEDGER_MCP_ALLOWED_HOSTS',
   StdioCommands: 'RUNLEDGER_MCP_STDIO_COMMANDS',
   StdioEnv: 'RUNLEDGER_MCP_STDIO_ENV',
-} as const;
+} as const satisfies Record<string, EnvironmentName>;
 
 /** Public hosts only, no stdio program, no extra environment. */
 export const DEFAULT_MCP_SETTINGS: McpSettings = Object.freeze({
@@ -43,10 +45,10 @@ const list = (value: string | undefined): string[] =>
 export function mcpSettingsFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): McpSettings {
-  const hosts = list(env[McpSetting.AllowedHosts]);
+  const hosts = list(environmentValue(McpSetting.AllowedHosts, env));
   return {
     allowedHosts: hosts.length > 0 ? hosts : DEFAULT_MCP_SETTINGS.allowedHosts,
-    stdioCommands: list(env[McpSetting.StdioCommands]).map((entry) => entry.split(/\s+/)),
-    stdioEnv: list(env[McpSetting.StdioEnv]),
+    stdioCommands: list(environmentValue(McpSetting.StdioCommands, env)).map((entry) => entry.split(/\s+/)),
+    stdioEnv: list(environmentValue(McpSetting.StdioEnv, env)),
   };
 }

@@ -233,7 +233,8 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
     }
     /** The request the server's question became, once it is in carol's inbox. */
     const asked = async (run: string): Promise<Asked> => {
-      for (let tries = 0; tries < 200; tries += 1) {
+      // A stdio server is a process of its own: on a loaded machine it may take seconds to start and ask.
+      for (let tries = 0; tries < 600; tries += 1) {
         const inbox = await api.query<{ openRequests: Asked[] }>(INBOX, {}, carol);
         const found = inbox.data?.openRequests.find((request) => request.run.uuid === run);
         if (found) return found;
