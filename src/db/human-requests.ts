@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, ne, type SQL, sql } from 'drizzle-orm';
 import { humanRequests, runs } from '../../drizzle/schema.ts';
 import type { RequestState } from '../domain/human-request.ts';
 import type { Owners } from '../domain/permissions.ts';
@@ -8,6 +8,14 @@ import { ofOwners, type RunRow } from './runs.ts';
 
 export type HumanRequestRow = typeof humanRequests.$inferSelect;
 export type NewHumanRequest = typeof humanRequests.$inferInsert;
+
+/**
+ * Open and not past its expiry at `now`: requestStateAt's `open`, but for the
+ * run's end, which a caller adds where the run can have ended.
+ */
+function openAt(now: Date): SQL {
+  return sql`(${humanRequests.state} = 'open' and (${humanRequests.expiresAt} is null or ${humanRequests.expiresAt} > ${now.toISOString()}::timestamptz))`;
+}
 
 /** A request with the run it belongs to. */
 export interface RequestOfRun {
@@ -79,13 +87,7 @@ export async function openKindsOfRun(tx: Transaction, runId: number, now: Date):
   const rows = await tx
     .select({ kind: humanRequests.kind })
     .from(humanRequests)
-    .where(
-      and(
-        eq(humanRequests.runId, runId),
-        eq(humanRequests.state, 'open'),
-        sql`(${humanRequests.expiresAt} is null or ${humanRequests.expiresAt} > ${now.toISOString()}::timestamptz)`,
-      ),
-    )
+    .where(and(eq(humanRequests.runId, runId), openAt(now)))
     .orderBy(asc(humanRequests.requestedAt), asc(humanRequests.id));
   return rows.map((row) => row.kind);
 }
@@ -115,13 +117,16 @@ export async function requestsOfRun(db: Database, runId: number): Promise<HumanR
 
 /**
  * The inbox: open requests of runs still open, not expired, oldest first, of
- * the given owners (null: every owner), up to `first`.
+ * the given owners (null: every owner), up to `first`, leaving out those the
+ * decider may not decide (four eyes: its own runs, its own requests) before
+ * it counts them.
  */
 export async function openRequests(
   db: Database,
   owners: Owners,
   now: Date,
   first: number,
+  decider: string,
 ): Promise<RequestOfRun[]> {
   if (owners?.length === 0) return [];
   return db
@@ -130,9 +135,10 @@ export async function openRequests(
     .innerJoin(runs, eq(runs.id, humanRequests.runId))
     .where(
       and(
-        eq(humanRequests.state, 'open'),
+        openAt(now),
         isNull(runs.finishedAt),
-        sql`(${humanRequests.expiresAt} is null or ${humanRequests.expiresAt} > ${now.toISOString()}::timestamptz)`,
+        ne(runs.owner, decider),
+        ne(humanRequests.requestedBy, decider),
         ofOwners(owners),
       ),
     )

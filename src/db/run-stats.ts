@@ -103,7 +103,8 @@ export interface RunWaitRow {
  * Requests of runs created in the range (with the query's filters), grouped
  * by kind, stored state, whether past their expiry and whether their run
  * ended: the domain reads the state from these (requestStateAt). A wait
- * lasts from the request to its decision, or to now while open.
+ * lasts from the request to its decision, its expiry or its run's end,
+ * whichever came first, or to now while open.
  */
 export async function runWaitRows(
   db: Database,
@@ -118,7 +119,9 @@ export async function runWaitRows(
     inList(sql`r.owner`, query.owners),
     inList(sql`r.status`, query.statuses),
   ].filter((c): c is SQL => c !== null);
-  const waited = sql`greatest(extract(epoch from (coalesce(h.decided_at, ${at}) - h.requested_at)) * 1000, 0)`;
+  // A wait ends at the first of its decision, its expiry and its run's end (least() skips nulls), else now:
+  // a request left open in a run that ended, or past its expiry before the sweep closed it, waits no longer.
+  const waited = sql`greatest(extract(epoch from (least(h.decided_at, h.expires_at, r.finished_at, ${at}) - h.requested_at)) * 1000, 0)`;
   const rows = await selectRows<Record<keyof RunWaitRow, unknown>>(
     db,
     sql`select h.kind, h.state,

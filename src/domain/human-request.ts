@@ -1,4 +1,4 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { DomainError, InvalidInputError } from './errors.ts';
 import type { Actor } from './permissions.ts';
 import type { RunStatus } from './run-status.ts';
@@ -53,7 +53,7 @@ export const WAITING_STATUS: Readonly<Record<RequestKind, RunStatus>> = {
 };
 
 /** Limits of what a request may carry. */
-export const RequestLimits = {
+export const HumanRequestLimits = {
   /** The longest a request may stay open before it expires: 30 days. */
   maxExpiryMs: 30 * 86_400_000,
   promptLength: 4_000,
@@ -188,20 +188,22 @@ function schemaError(message: string): InvalidInputError {
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-// One validator for the process: strict about the schema, every error reported.
-const ajv = new Ajv({ allErrors: true, strict: false });
+// Every error reported; keywords Ajv does not know (enumNames) are allowed, as MCP allows them.
+const AJV_OPTIONS = { allErrors: true, strict: false } as const;
+// Checks schemas against the JSON Schema meta-schema, compiled once for the process.
+const ajv = new Ajv(AJV_OPTIONS);
 
 /** Checks a request's schema and returns it typed; INPUT_SCHEMA_INVALID names what is wrong. */
 export function checkInputSchema(schema: unknown): InputSchema {
   if (!isRecord(schema) || schema.type !== 'object' || !isRecord(schema.properties)) {
     throw schemaError('must be {"type":"object","properties":{...}}');
   }
-  if (Buffer.byteLength(JSON.stringify(schema)) > RequestLimits.schemaBytes) {
-    throw schemaError(`is over ${RequestLimits.schemaBytes} bytes`);
+  if (Buffer.byteLength(JSON.stringify(schema)) > HumanRequestLimits.schemaBytes) {
+    throw schemaError(`is over ${HumanRequestLimits.schemaBytes} bytes`);
   }
   const names = Object.keys(schema.properties);
-  if (names.length === 0 || names.length > RequestLimits.schemaProperties) {
-    throw schemaError(`must ask for 1 to ${RequestLimits.schemaProperties} fields`);
+  if (names.length === 0 || names.length > HumanRequestLimits.schemaProperties) {
+    throw schemaError(`must ask for 1 to ${HumanRequestLimits.schemaProperties} fields`);
   }
   for (const [name, field] of Object.entries(schema.properties)) {
     if (!isRecord(field) || !FIELD_TYPES.includes(field.type as InputField['type'])) {
@@ -242,6 +244,26 @@ function describeErrors(errors: readonly ErrorObject[] | null | undefined): stri
     .join('; ');
 }
 
+/**
+ * Validators of answers, by schema, the most recent few hundred. An Ajv
+ * instance keeps everything it ever compiled (removeSchema does not free it),
+ * so each is compiled by an instance of its own, freed with it when evicted.
+ */
+const answerValidators = new Map<string, ValidateFunction>();
+const MAX_ANSWER_VALIDATORS = 256;
+
+function answerValidator(schema: InputSchema): ValidateFunction {
+  const key = JSON.stringify(schema);
+  const cached = answerValidators.get(key);
+  if (cached) return cached;
+  // Fields not asked for are refused, not stored: the schema says what an answer holds.
+  const validate = new Ajv(AJV_OPTIONS).compile({ ...schema, additionalProperties: false });
+  const oldest = answerValidators.keys().next();
+  if (answerValidators.size >= MAX_ANSWER_VALIDATORS && !oldest.done) answerValidators.delete(oldest.value);
+  answerValidators.set(key, validate);
+  return validate;
+}
+
 /** Checks an answer against its request's schema; INPUT_VALUES_INVALID says every mismatch. */
 export function checkInputValues(schema: InputSchema, values: unknown): Record<string, unknown> {
   if (!isRecord(values)) {
@@ -251,15 +273,14 @@ export function checkInputValues(schema: InputSchema, values: unknown): Record<s
       'values',
     );
   }
-  if (Buffer.byteLength(JSON.stringify(values)) > RequestLimits.valuesBytes) {
+  if (Buffer.byteLength(JSON.stringify(values)) > HumanRequestLimits.valuesBytes) {
     throw new InvalidInputError(
       'INPUT_VALUES_INVALID',
-      `values are over ${RequestLimits.valuesBytes} bytes`,
+      `values are over ${HumanRequestLimits.valuesBytes} bytes`,
       'values',
     );
   }
-  // Fields not asked for are refused, not stored: the schema says what an answer holds.
-  const validate = ajv.compile({ ...schema, additionalProperties: false });
+  const validate = answerValidator(schema);
   if (!validate(values)) {
     throw new InvalidInputError(
       'INPUT_VALUES_INVALID',
@@ -270,14 +291,14 @@ export function checkInputValues(schema: InputSchema, values: unknown): Record<s
   return values;
 }
 
-/** Checks an expiry: in the future, and at most RequestLimits.maxExpiryMs away. */
+/** Checks an expiry: in the future, and at most HumanRequestLimits.maxExpiryMs away. */
 export function checkExpiry(expiresAt: Date | null | undefined, now: Date): Date | null {
   if (!expiresAt) return null;
   const ahead = expiresAt.getTime() - now.getTime();
-  if (!(ahead > 0) || ahead > RequestLimits.maxExpiryMs) {
+  if (!(ahead > 0) || ahead > HumanRequestLimits.maxExpiryMs) {
     throw new InvalidInputError(
       'VALUE_OUT_OF_RANGE',
-      `expiresAt must be in the future and at most ${RequestLimits.maxExpiryMs / 86_400_000} days away`,
+      `expiresAt must be in the future and at most ${HumanRequestLimits.maxExpiryMs / 86_400_000} days away`,
       'expiresAt',
     );
   }

@@ -74,6 +74,14 @@ export function decidableOwners(actor: Actor): Owners {
   return can(actor, 'approve_runs') ? null : [];
 }
 
+/** Whose runs' requests an actor may read: those of the runs it sees, and those it may decide. */
+export function requestReadableOwners(actor: Actor): Owners {
+  const decidable = decidableOwners(actor);
+  const visible = visibleOwners(actor);
+  if (decidable === null || visible === null) return null;
+  return [...new Set([...visible, ...decidable])];
+}
+
 /** Refuses with FORBIDDEN unless the actor holds the permission. */
 export function requirePermission(actor: Actor, permission: Permission): void {
   if (!can(actor, permission)) throw new ForbiddenError(permission);

@@ -19,6 +19,8 @@ export interface Context extends Scope {
   mcp: McpDependencies;
   /** Live runs: where writes announce their changes, and streams listen. */
   events: RunEvents;
+  /** The HTTP request, from graphql-yoga's own context: its signal ends when the client goes away. */
+  readonly request?: Request;
 }
 
 export function unauthenticated(message: string): GraphQLError {

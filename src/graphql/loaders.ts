@@ -1,4 +1,5 @@
 import DataLoader from 'dataloader';
+import type { RequestOfRun } from '../db/human-requests.ts';
 import { countRuns, findRunsByIds, findRunsByUuids, type RunFilter, type RunRow } from '../db/runs.ts';
 import {
   findStepsByIds,
@@ -13,6 +14,7 @@ import {
 } from '../db/steps.ts';
 import { NO_OUTCOMES, type OutcomeCounts, type OutcomeTally } from '../domain/outcome-counts.ts';
 import { visibleOwners } from '../domain/permissions.ts';
+import { requestsByUuid } from '../ledger/human-requests.ts';
 import { serverOutcomeCounts } from '../ledger/outcome-stats.ts';
 import type { Scope } from '../ledger/scope.ts';
 
@@ -57,6 +59,11 @@ export function createLoaders(scope: Scope) {
       return uuids.map((uuid) => rows.get(uuid) ?? null);
     }),
     runById,
+    /** Requests for people by uuid, those the actor may read: one statement for every step that names one. */
+    humanRequest: new DataLoader<string, RequestOfRun | null>(async (uuids) => {
+      const rows = byKey(await requestsByUuid(scope, uuids), (entry) => entry.request.uuid);
+      return uuids.map((uuid) => rows.get(uuid) ?? null);
+    }),
     /** Runs a filter selects, under the visibility already applied to it: one count per filter. */
     runCount: new DataLoader<RunFilter, number, string>(
       (filters) => Promise.all(filters.map((filter) => countRuns(db, filter))),

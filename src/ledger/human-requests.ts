@@ -15,6 +15,7 @@ import {
 import { insertSteps, lastSequence, lockRun, type Transaction } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import type { StepRow } from '../db/steps.ts';
+import { repairText } from '../domain/bounding.ts';
 import { IdempotencyKeyReusedError, RunNotFoundError, RunTerminalError } from '../domain/errors.ts';
 import {
   APPROVAL_DECISIONS,
@@ -25,10 +26,10 @@ import {
   checkInputValues,
   type ElicitationAnswer,
   type ElicitationAsked,
+  HumanRequestLimits,
   INPUT_ANSWERS,
   type InputSchema,
   type RequestKind,
-  RequestLimits,
   RequestNotFoundError,
   RequestNotOpenError,
   type RequestSource,
@@ -42,8 +43,8 @@ import {
   decidableOwners,
   type Owners,
   recordableOwners,
+  requestReadableOwners,
   requirePermission,
-  visibleOwners,
 } from '../domain/permissions.ts';
 import { isTerminalStatus, type RunStatus } from '../domain/run-status.ts';
 import type { JsonObject } from '../domain/run-step.ts';
@@ -199,7 +200,7 @@ export function requestApproval(
     toolName: checkName(input.toolName, 'toolName'),
     server: input.server == null ? null : checkName(input.server, 'server'),
     arguments: input.arguments ?? null,
-    reason: optionalText(input.reason, 'reason', RequestLimits.reasonLength),
+    reason: optionalText(input.reason, 'reason', HumanRequestLimits.reasonLength),
     expiresAt: input.expiresAt ?? null,
   });
 }
@@ -220,7 +221,7 @@ export function requestInput(
   return openRequest(scope, input, {
     kind: 'input',
     source,
-    prompt: checkText(input.prompt, 'prompt', RequestLimits.promptLength),
+    prompt: checkText(input.prompt, 'prompt', HumanRequestLimits.promptLength),
     schema: checkInputSchema(input.schema),
     expiresAt: input.expiresAt ?? null,
   });
@@ -319,7 +320,7 @@ export function decideApproval(
       request: input.request,
       kind: 'approval',
       state: APPROVAL_DECISIONS[input.decision],
-      comment: optionalText(input.comment, 'comment', RequestLimits.commentLength),
+      comment: optionalText(input.comment, 'comment', HumanRequestLimits.commentLength),
     },
     decidableOwners(scope.actor),
   );
@@ -346,7 +347,7 @@ export function provideInput(
       request: input.request,
       kind: 'input',
       state: declined ? INPUT_ANSWERS.decline : INPUT_ANSWERS.answer,
-      comment: optionalText(input.comment, 'comment', RequestLimits.commentLength),
+      comment: optionalText(input.comment, 'comment', HumanRequestLimits.commentLength),
       answer: answer as Record<string, unknown> | null,
       check: (request) => {
         if (!declined) checkInputValues(checkInputSchema(request.schema), input.values ?? null);
@@ -404,25 +405,19 @@ const EXPIRIES_PER_PASS = 100;
 /** The open requests an actor may decide, oldest first: the inbox. */
 export async function inbox(scope: Scope, first = 50): Promise<RequestOfRun[]> {
   if (!scope.actor.permissions.has('approve_runs')) return [];
-  const entries = await openRequests(
+  // A person is never shown their own runs' requests to decide (four eyes, as checkFourEyes).
+  return openRequests(
     scope.db,
     decidableOwners(scope.actor),
     new Date(),
     Math.min(Math.max(first, 1), 200),
-  );
-  // A person is never shown their own runs' requests to decide.
-  return entries.filter(
-    (entry) => entry.run.owner !== scope.actor.name && entry.request.requestedBy !== scope.actor.name,
+    scope.actor.name,
   );
 }
 
 /** Requests by uuid that the actor may see (their runs visible to it) or decide. */
-export async function requestsByUuid(scope: Scope, uuids: readonly string[]): Promise<RequestOfRun[]> {
-  const visible = await findRequestsByUuids(scope.db, uuids, visibleOwners(scope.actor));
-  if (!scope.actor.permissions.has('approve_runs')) return visible;
-  const decidable = await findRequestsByUuids(scope.db, uuids, decidableOwners(scope.actor));
-  const seen = new Set(visible.map((entry) => entry.request.id));
-  return [...visible, ...decidable.filter((entry) => !seen.has(entry.request.id))];
+export function requestsByUuid(scope: Scope, uuids: readonly string[]): Promise<RequestOfRun[]> {
+  return findRequestsByUuids(scope.db, uuids, requestReadableOwners(scope.actor));
 }
 
 /** The longest awaitDecision waits: 5 minutes. */
@@ -503,12 +498,13 @@ export class RequestExpiries {
 
 /** Text a server sent, made storable: control characters out, cut to `max`. */
 function storableText(text: unknown, max: number): string {
-  const cleaned = String(text ?? '')
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters (but tab and newlines) are what this removes
-    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
-    .replace(/\p{Cs}/gu, '\ufffd')
-    .slice(0, max)
-    .trim();
+  // Cut first, then repaired: a cut through a surrogate pair leaves a lone half, which the repair replaces.
+  const cleaned = repairText(
+    String(text ?? '')
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters (but tab and newlines) are what this removes
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, ' ')
+      .slice(0, max),
+  ).trim();
   return cleaned.length > 0 ? cleaned : '(no message)';
 }
 
@@ -537,9 +533,9 @@ export async function askForCall(
     {
       kind: 'input',
       source: 'mcp',
-      prompt: storableText(asked.message, RequestLimits.promptLength),
+      prompt: storableText(asked.message, HumanRequestLimits.promptLength),
       schema,
-      expiresAt: new Date(Date.now() + RequestLimits.maxElicitationWaitMs),
+      expiresAt: new Date(Date.now() + HumanRequestLimits.maxElicitationWaitMs),
     },
   );
   const target = { runUuid, request: opened.request.uuid };

@@ -36,7 +36,7 @@ export interface RunWaits {
   /** Runs with at least one such request. */
   runs: number;
   requests: number;
-  /** Time spent waiting, summed over the requests: from each request to its decision, or to now while open. */
+  /** Time spent waiting, summed over the requests: from each request to its decision, expiry or run end, whichever came first, or to now while open. */
   waitMs: number;
   longestWaitMs: number;
 }

@@ -8,7 +8,11 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { type ElicitationAnswer, type ElicitationAsked, RequestLimits } from '../domain/human-request.ts';
+import {
+  type ElicitationAnswer,
+  type ElicitationAsked,
+  HumanRequestLimits,
+} from '../domain/human-request.ts';
 import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-server.ts';
 import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';
@@ -242,7 +246,7 @@ export class McpSession {
       return (await this.client.callTool({ name: tool, arguments: args }, undefined, {
         signal: AbortSignal.any([signal, this.#broken.signal]),
         // The call's own deadline decides (and stops while a person is asked): the SDK's is past both.
-        timeout: timeoutMs + RequestLimits.maxElicitationWaitMs + SDK_TIMEOUT_MARGIN_MS,
+        timeout: timeoutMs + HumanRequestLimits.maxElicitationWaitMs + SDK_TIMEOUT_MARGIN_MS,
         onprogress: onProgress,
       })) as CallAnswer;
     } catch (error) {

@@ -1,5 +1,9 @@
 import { type CallProgress, checkedProgress } from '../domain/call-progress.ts';
-import { type ElicitationAnswer, type ElicitationAsked, RequestLimits } from '../domain/human-request.ts';
+import {
+  type ElicitationAnswer,
+  type ElicitationAsked,
+  HumanRequestLimits,
+} from '../domain/human-request.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolFailure, ToolResult } from '../domain/tool-result.ts';
@@ -78,7 +82,7 @@ export interface CallOptions {
   onProgress?: (progress: CallProgress) => void;
   /**
    * A person asked on the server's behalf (elicitation): the call's deadline
-   * stops while this runs, bounded by RequestLimits.maxElicitationWaitMs.
+   * stops while this runs, bounded by HumanRequestLimits.maxElicitationWaitMs.
    * Without it, the server is answered `cancel`.
    */
   onElicitation?: (asked: ElicitationAsked, signal: AbortSignal) => Promise<ElicitationAnswer>;
@@ -144,7 +148,7 @@ export async function callOnSession(
   const elicit = async (asked: ElicitationAsked): Promise<ElicitationAnswer> => {
     if (!options.onElicitation) return { action: 'cancel' };
     deadline.pause();
-    const bound = AbortSignal.timeout(RequestLimits.maxElicitationWaitMs);
+    const bound = AbortSignal.timeout(HumanRequestLimits.maxElicitationWaitMs);
     try {
       return await options.onElicitation(asked, AbortSignal.any([signal, bound]));
     } finally {

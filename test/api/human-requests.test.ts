@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { selectRows } from '../../src/db/connection.ts';
+import { checkFourEyes } from '../../src/domain/human-request.ts';
 import { expireRequests } from '../../src/ledger/human-requests.ts';
 import { type AskAs, openTestApi, rollbackEach, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
@@ -333,6 +334,8 @@ describe.each(backendNames)('a human in the loop (%s)', (backend) => {
       { kind: 'APPROVAL', state: 'EXPIRED', runs: 1, requests: 1 },
       { kind: 'INPUT', state: 'ANSWERED', runs: 1, requests: 1 },
     ]);
+    // An expired request waited until its expiry, not until the sweep or this read.
+    expect(Number(waited.find((row) => row.state === 'EXPIRED')?.longestWaitMs)).toBeLessThanOrEqual(60);
     const deniedWait = waited.find((row) => row.state === 'DENIED');
     expect(Number(deniedWait?.waitMs)).toBeGreaterThanOrEqual(25);
     // What plain SQL says the denied request waited.
@@ -341,5 +344,75 @@ describe.each(backendNames)('a human in the loop (%s)', (backend) => {
       sql`select round(extract(epoch from (decided_at - requested_at)) * 1000)::int as ms from human_requests where state = 'denied'`,
     );
     expect(Math.abs(Number(deniedWait?.waitMs) - (row?.ms ?? 0))).toBeLessThanOrEqual(1);
+  });
+
+  it('a request left open when its run ends waits until the end, not until the read', async () => {
+    await requestApproval();
+    const cancelled = await api.query(
+      'mutation ($u: String!) { cancelRun(input: { uuid: $u }) { __typename } }',
+      { u: run },
+      { actor: 'agent', permissions: ['cancel_own_runs'] },
+    );
+    expect(cancelled.data).toEqual({ cancelRun: { __typename: 'CancelRunSuccess' } });
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    const stats = await api.query<{ runStats: { waited: Array<{ state: string; longestWaitMs: number }> } }>(
+      'query ($c: [String!]) { runStats(groupBy: [STATUS], filter: { configurations: $c }) { waited { state longestWaitMs } } }',
+      { c: ['hitl'] },
+      approver,
+    );
+    const [row] = await selectRows<{ ms: number }>(
+      api.db,
+      sql`select round(extract(epoch from (r.finished_at - h.requested_at)) * 1000)::int as ms
+            from human_requests h join runs r on r.id = h.run_id where r.uuid = ${run}`,
+    );
+    const [waited] = stats.data?.runStats.waited ?? [];
+    expect(waited?.state).toBe('CANCELLED');
+    expect(Math.abs(Number(waited?.longestWaitMs) - (row?.ms ?? -1000))).toBeLessThanOrEqual(1);
+  });
+
+  it('the inbox leaves out what four eyes forbids before it counts first, as checkFourEyes decides', async () => {
+    // The self-approver's own request is the oldest; erin's, in a run of hers, comes after.
+    const own = (await requestApproval()).data?.request.uuid ?? '';
+    const erin: AskAs = { actor: 'erin', permissions: ['read_own_runs', 'record', 'approve_runs'] };
+    const hers = await api.query<{ startRun: { data: { uuid: string } } }>(
+      'mutation { startRun(input: { configuration: "hitl" }) { ... on StartRunSuccess { data { uuid } } } }',
+      {},
+      erin,
+    );
+    const herRun = hers.data?.startRun.data.uuid ?? '';
+    const other = (
+      await api.query<{ requestApproval: { data: { request: { uuid: string } } } }>(
+        'mutation ($input: RequestApprovalInput!) { requestApproval(input: $input) { ... on RequestRecordedSuccess { data { request { uuid } } } } }',
+        { input: { runUuid: herRun, toolName: 'deploy' } },
+        erin,
+      )
+    ).data?.requestApproval.data.request.uuid;
+    const requests = [
+      { uuid: own, run: { owner: 'agent' }, requestedBy: 'agent' },
+      { uuid: other ?? '', run: { owner: 'erin' }, requestedBy: 'erin' },
+    ];
+    for (const [who, as] of [
+      ['agent', selfApprover],
+      ['erin', erin],
+      ['carol', approver],
+    ] as const) {
+      const inbox = await api.query<{ openRequests: Array<{ uuid: string }> }>(
+        '{ openRequests(first: 1) { uuid } }',
+        {},
+        as,
+      );
+      const decidable = requests.filter((request) => {
+        try {
+          checkFourEyes({ name: who, permissions: new Set(['approve_runs'] as const) }, request.run, request);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      expect(
+        inbox.data?.openRequests.map((entry) => entry.uuid),
+        who,
+      ).toEqual(decidable.slice(0, 1).map((request) => request.uuid));
+    }
   });
 });

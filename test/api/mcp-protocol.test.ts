@@ -292,8 +292,12 @@ describe.each(backendNames)('MCP protocol cases (%s)', (backend) => {
     it('a decline goes back as decline; a cancel of the run as cancel, the call then CANCELLED and the request with it', async () => {
       const configuration = `elicit-${crypto.randomUUID()}`;
       const run = await startRun(configuration);
-      const declined = call(run, 'asking-http', 'ask', { message: 'Force?' });
-      await provide(run, (await asked(run)).uuid, { decline: true });
+      // A message over the prompt's limit is cut, and a pair of surrogates cut in half is no lone half.
+      const long = `${'x'.repeat(3_999)}😀 and more`;
+      const declined = call(run, 'asking-http', 'ask', { message: long });
+      const question = await asked(run);
+      expect(question.prompt).toBe(`${'x'.repeat(3_999)}\ufffd`);
+      await provide(run, question.uuid, { decline: true });
       expect(JSON.parse((await declined)?.data?.steps[0]?.payload.content ?? '{}')).toEqual({
         action: 'decline',
       });

@@ -3,12 +3,12 @@ import type { StepMetaRow } from '../../db/steps.ts';
 import { ForbiddenError } from '../../domain/errors.ts';
 import {
   APPROVAL_DECISIONS,
+  HumanRequestLimits,
   OwnDecisionError,
   REQUEST_KINDS,
   REQUEST_SOURCES,
   REQUEST_STATES,
   type RequestKind,
-  RequestLimits,
   RequestNotFoundError,
   RequestNotOpenError,
   type RequestSource,
@@ -24,7 +24,6 @@ import {
   type RequestRecorded,
   requestApproval,
   requestInput,
-  requestsByUuid,
   stateOf,
 } from '../../ledger/human-requests.ts';
 import { builder } from '../builder.ts';
@@ -107,7 +106,7 @@ export const HumanRequestRef = builder.objectRef<RequestOfRun>('HumanRequest').i
     schema: t.field({
       type: 'JSON',
       nullable: true,
-      description: `The JSON Schema of the answer: an object of flat fields (string, number, integer, boolean, enums of strings), as MCP elicitation allows, at most ${RequestLimits.schemaProperties} fields.`,
+      description: `The JSON Schema of the answer: an object of flat fields (string, number, integer, boolean, enums of strings), as MCP elicitation allows, at most ${HumanRequestLimits.schemaProperties} fields.`,
       resolve: ({ request }) => request.schema as JsonValue,
     }),
     decidedBy: t.string({ nullable: true, resolve: ({ request }) => request.decidedBy }),
@@ -199,10 +198,10 @@ builder.mutationFields((t) => ({
             toolName: f.string({ required: true }),
             server: f.string(),
             arguments: f.field({ type: 'JSON' }),
-            reason: f.string({ description: `At most ${RequestLimits.reasonLength} characters.` }),
+            reason: f.string({ description: `At most ${HumanRequestLimits.reasonLength} characters.` }),
             expiresAt: f.field({
               type: 'DateTime',
-              description: `When an undecided request expires (EXPIRED: neither a denial nor a failure); at most ${RequestLimits.maxExpiryMs / 86_400_000} days ahead.`,
+              description: `When an undecided request expires (EXPIRED: neither a denial nor a failure); at most ${HumanRequestLimits.maxExpiryMs / 86_400_000} days ahead.`,
             }),
             idempotencyKey: f.string(),
           }),
@@ -225,7 +224,7 @@ builder.mutationFields((t) => ({
             runUuid: f.string({ required: true }),
             prompt: f.string({
               required: true,
-              description: `At most ${RequestLimits.promptLength} characters.`,
+              description: `At most ${HumanRequestLimits.promptLength} characters.`,
             }),
             schema: f.field({
               type: 'JSON',
@@ -254,7 +253,7 @@ builder.mutationFields((t) => ({
             runUuid: f.string({ required: true }),
             request: f.string({ required: true, description: "The request's uuid." }),
             decision: f.field({ type: ApprovalDecisionEnum, required: true }),
-            comment: f.string({ description: `At most ${RequestLimits.commentLength} characters.` }),
+            comment: f.string({ description: `At most ${HumanRequestLimits.commentLength} characters.` }),
           }),
         }),
       }),
@@ -297,7 +296,7 @@ builder.queryFields((t) => ({
     nullable: true,
     description: 'A request by uuid, if its run is visible to the key or the key may decide it.',
     args: { uuid: t.arg.string({ required: true }) },
-    resolve: async (_root, { uuid }, context) => (await requestsByUuid(context, [uuid]))[0] ?? null,
+    resolve: (_root, { uuid }, context) => context.loaders.humanRequest.load(uuid),
   }),
   awaitDecision: t.field({
     type: HumanRequestRef,
@@ -308,7 +307,8 @@ builder.queryFields((t) => ({
       request: t.arg.string({ required: true }),
       timeoutMs: t.arg.int({ required: true }),
     },
-    resolve: (_root, args, context) => awaitDecision(context, args),
+    // A client that goes away stops the wait.
+    resolve: (_root, args, context) => awaitDecision(context, args, context.request?.signal),
   }),
 }));
 
@@ -318,10 +318,10 @@ builder.objectField(RunStepRef, 'humanRequest', (t) =>
     type: HumanRequestRef,
     nullable: true,
     description: 'For an APPROVAL or INPUT step made by a request or its decision: the request.',
-    resolve: async (step: StepMetaRow, _args, context) => {
+    resolve: (step: StepMetaRow, _args, context) => {
       const uuid = (step.metadata as Record<string, unknown> | null)?.request;
       if ((step.kind !== 'approval' && step.kind !== 'input') || typeof uuid !== 'string') return null;
-      return (await requestsByUuid(context, [uuid]))[0] ?? null;
+      return context.loaders.humanRequest.load(uuid);
     },
   }),
 );

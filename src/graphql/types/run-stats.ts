@@ -54,7 +54,7 @@ const RunWaitsRef = builder.objectRef<RunWaits>('RunWaits').implement({
     waitMs: t.expose('waitMs', {
       type: 'SafeInt',
       description:
-        'Time spent waiting, summed over the requests: from each to its decision, or to now while open.',
+        'Time spent waiting, summed over the requests: from each to its decision, its expiry or the end of its run, whichever came first, or to now while open.',
     }),
     longestWaitMs: t.expose('longestWaitMs', { type: 'SafeInt' }),
   }),
