@@ -1,4 +1,5 @@
 import { benchFold } from './fold.ts';
+import { benchHostile } from './hostile.ts';
 import { benchLive } from './live.ts';
 import { benchMcp } from './mcp.ts';
 import { benchOtlp } from './otlp.ts';
@@ -8,7 +9,7 @@ import { benchStats } from './stats.ts';
 import { dropCreatedDatabases } from './support.ts';
 import { benchTimeline } from './timeline.ts';
 
-// npm run bench [-- record | fold | stats | start | otlp | mcp | live | timeline]: every benchmark, or the ones named.
+// npm run bench [-- record | fold | stats | start | otlp | mcp | live | timeline | hostile]: every benchmark, or the ones named.
 const benchmarks: Record<string, () => Promise<void>> = {
   record: benchRecording,
   fold: benchFold,
@@ -18,6 +19,7 @@ const benchmarks: Record<string, () => Promise<void>> = {
   timeline: benchTimeline,
   mcp: benchMcp,
   live: benchLive,
+  hostile: benchHostile,
 };
 
 const wanted = process.argv.slice(2).filter((arg) => !arg.startsWith('-'));

@@ -53,7 +53,7 @@ function httpServer(url: string): McpServerConfig {
 }
 
 const policy = new McpPolicy({
-  allowedHosts: ['127.0.0.1'],
+  allowedHosts: ['127.0.0.1:*'],
   stdioCommands: [[process.execPath, EVERYTHING_SERVER]],
   stdioEnv: [],
 });

@@ -156,7 +156,11 @@ export async function benchOtlp(): Promise<void> {
       const { rows: made } = await pool.query<{ id: string }>(
         `INSERT INTO runs (uuid, owner, configuration, status, termination_reason, finished_at)
          VALUES ($1, $3, 'bench-otlp', 'completed', 'completed', $2) RETURNING id`,
-        [spanRunUuid(owner, 'trace', traceId), root?.endedAt ?? new Date(), owner],
+        [
+          spanRunUuid('bench-secret-of-the-plain-rows-000000000', owner, 'trace', traceId),
+          root?.endedAt ?? new Date(),
+          owner,
+        ],
       );
       const runId = made[0]?.id ?? '';
       await pool.query(

@@ -115,7 +115,7 @@ async function peakMemory<T>(
   };
   const take = (sample: MemorySample) => {
     for (const name of Object.keys(peak) as Array<keyof MemorySample>) {
-      peak[name] = Math.max(peak[name], sample[name]);
+      peak[name] = Math.max(peak[name] ?? 0, sample[name] ?? 0);
     }
   };
   let running = true;

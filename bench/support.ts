@@ -89,6 +89,9 @@ export interface MemorySample {
   arrayBuffers: number;
   /** CPU time the service has used so far (user + system), in microseconds. */
   cpuMicros: number;
+  /** The longest and the 99th percentile hold-up of the event loop since the previous sample, in ms. */
+  loopDelayMaxMs?: number;
+  loopDelayP99Ms?: number;
 }
 
 export interface ServiceOptions {

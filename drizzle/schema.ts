@@ -935,3 +935,18 @@ export const schema = {
   otlpSpans,
   humanRequests,
 };
+
+/**
+ * Secrets of the service itself (migrations/0042), each made once on first
+ * use: `otlp_run_ids` keys the run ids derived from OTLP trace and
+ * conversation ids, so that no other owner can compute them.
+ */
+export const serviceSecrets = pgTable(
+  'service_secrets',
+  {
+    name: text('name').primaryKey(),
+    value: text('value').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [check('service_secrets_value_long', sql`length(${t.value}) >= 32`)],
+);

@@ -8,6 +8,7 @@ import { inProcessChannel, openPostgresChannel } from './db/notifications.ts';
 import { PERMISSIONS } from './domain/permissions.ts';
 import { ENVIRONMENT, environmentValue } from './environment.ts';
 import { RequestExpiries } from './ledger/human-requests.ts';
+import { KeyWatch } from './ledger/key-watch.ts';
 import { RunEvents } from './ledger/run-events.ts';
 import { StatsFolder } from './ledger/stats-folder.ts';
 import { InFlightCalls } from './mcp/in-flight-calls.ts';
@@ -90,7 +91,8 @@ export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseFor
   const calls = new InFlightCalls();
   const expiries = new RequestExpiries({ db: handle.db, events }, (line) => console.log(`requests: ${line}`));
   expiries.start();
-  const yoga = createServer({ handle, sessions, events, calls });
+  const keys = new KeyWatch(handle.db);
+  const yoga = createServer({ handle, sessions, events, calls, keys });
   return {
     listener: yoga,
     graphqlEndpoint: yoga.graphqlEndpoint,
@@ -106,6 +108,7 @@ export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseFor
       await calls.stop(CALLS_STOP_WAIT_MS);
       await sessions.close();
       await events.close();
+      keys.close();
       await folder.stop();
       await expiries.stop();
       await handle.close();

@@ -117,17 +117,23 @@ export const ENVIRONMENT = {
     about:
       '`on`: this instance folds the statistics whenever no other does; `off`: left to other instances or `npm run stats:fold` (reads stay exact either way).',
   },
+  RUNLEDGER_CORS_ORIGINS: {
+    default: '*',
+    topic: 'http',
+    about:
+      'Comma-separated origins (`https://app.example.com`) whose pages may call the API from a browser; `*`: any. Keys travel in the `Authorization` header, never in cookies, so no origin is ever allowed credentials.',
+  },
   RUNLEDGER_TRUSTED_DOCUMENTS: {
     default: null,
     topic: 'contract',
     about:
-      'A JSON manifest of hash → document: only those operations are answered, except for keys with `ad_hoc_queries`.',
+      'A JSON manifest of hash → document: only those operations are answered, except for keys with `manage_keys` (which may also send queries as text).',
   },
   RUNLEDGER_MCP_ALLOWED_HOSTS: {
     default: '*',
     topic: 'mcp',
     about:
-      'Comma-separated hosts `callTool` may reach: `*` (any public host), a name, `*.example.com`, an IP address or a CIDR range (only these open loopback and private addresses).',
+      'Comma-separated hosts `callTool` may reach, each with an optional `:port` or `:*` (none: ports 80 and 443; IPv6 with a port in brackets, `[::1]:3000`): `*` (any public host), a name, `*.example.com`, an IP address or a CIDR range (only these open loopback and private addresses). A port not allowed is refused with `MCP_REFUSED_HOST`.',
   },
   RUNLEDGER_MCP_STDIO_COMMANDS: {
     default: null,
@@ -140,6 +146,12 @@ export const ENVIRONMENT = {
     topic: 'mcp',
     about:
       "Comma-separated names of the service's variables a stdio server also sees (beyond the SDK's safe set).",
+  },
+  RUNLEDGER_MCP_HEADER_ENV: {
+    default: null,
+    topic: 'mcp',
+    about:
+      "Comma-separated names of the service's variables a Streamable HTTP server's header may reference (`env:NAME`). Unset: none; any other reference is refused (`MCP_HEADER_ENV_NOT_ALLOWED`).",
   },
 } as const satisfies Record<string, EnvironmentVariable>;
 

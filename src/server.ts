@@ -2,11 +2,12 @@ import { createYoga, useReadinessCheck, type YogaServerInstance } from 'graphql-
 import type { DatabaseHandle } from './db/connection.ts';
 import { inProcessChannel } from './db/notifications.ts';
 import { RequestLimits } from './domain/limits.ts';
-import { environmentValue } from './environment.ts';
+import { ENVIRONMENT, environmentValue } from './environment.ts';
 import { useCompiledQueries } from './graphql/compiled-queries.ts';
-import { type Context, createContext } from './graphql/context.ts';
+import { type Context, createContext, useAuthenticationFirst } from './graphql/context.ts';
 import { maskUnexpectedError, useStableErrorCodes } from './graphql/errors.ts';
 import { GRAPHIQL_OPTIONS, renderGraphiQLPage, useGraphiQLAssets } from './graphql/graphiql.ts';
+import { boundedParseCaches } from './graphql/parse-cache.ts';
 import { protectionPlugins } from './graphql/protection.ts';
 import { schema } from './graphql/schema.ts';
 import {
@@ -15,6 +16,7 @@ import {
   trustedDocumentsFromEnv,
   useTrustedDocuments,
 } from './graphql/trusted-documents.ts';
+import { KeyWatch } from './ledger/key-watch.ts';
 import { mcpDependencies } from './ledger/mcp.ts';
 import { RunEvents } from './ledger/run-events.ts';
 import { createLogger } from './log.ts';
@@ -55,9 +57,30 @@ export interface ServerOptions {
   viewer?: string;
   /** Queries run as code compiled once per document (compiled-queries.ts); default: on. Off: graphql-js runs them. */
   compiledQueries?: boolean;
+  /** Re-reads the keys that streams and waits hold, and ends those of a revoked key; default: one of this server's. */
+  keys?: KeyWatch;
+  /** Origins whose pages may call the API from a browser (`*`: any); default: RUNLEDGER_CORS_ORIGINS. */
+  corsOrigins?: readonly string[];
+  /** The parser's caches, bounded in bytes; default: this server's own (RequestLimits.parseCacheBytes). */
+  parseCaches?: ReturnType<typeof boundedParseCaches>;
 }
 
 export type Server = YogaServerInstance<Record<string, never>, Context>;
+
+/** RUNLEDGER_CORS_ORIGINS as a list; `*` (the default) allows any origin, never with credentials. */
+export function corsOriginsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const text = environmentValue('RUNLEDGER_CORS_ORIGINS', env) ?? ENVIRONMENT.RUNLEDGER_CORS_ORIGINS.default;
+  const origins = text
+    .split(',')
+    .map((origin) => origin.trim())
+    .filter((origin) => origin !== '');
+  for (const origin of origins) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new Error(`RUNLEDGER_CORS_ORIGINS: "${origin}" is not an origin (scheme://host[:port]) or *`);
+    }
+  }
+  return origins.length > 0 ? origins : ['*'];
+}
 
 /**
  * The GraphQL server, OTLP ingestion at /v1/traces and the web viewer at /, built without listening: tests
@@ -74,6 +97,9 @@ export function createServer({
   events = new RunEvents(inProcessChannel()),
   viewer = viewerDirectory(),
   compiledQueries = true,
+  keys = new KeyWatch(handle.db),
+  parseCaches = boundedParseCaches(),
+  corsOrigins = corsOriginsFromEnv(),
 }: ServerOptions): Server {
   const tools = mcpDependencies(sessions, calls);
   const logger = environmentValue('NODE_ENV') === 'test' ? undefined : createLogger();
@@ -91,11 +117,16 @@ export function createServer({
     // GraphiQL and every asset of it from this service (no CDN), with the key's header to fill in.
     graphiql: withGraphiQL ? GRAPHIQL_OPTIONS : false,
     renderGraphiQL: renderGraphiQLPage,
-    context: ({ request, params }) => createContext(handle, request, tools, events, params),
+    context: ({ request, params }) => createContext(handle, request, tools, events, keys, params),
     // Unexpected errors reach clients as "Unexpected error."; GraphQLErrors we throw keep their code.
     maskedErrors: { maskError: maskUnexpectedError, isDev: false },
+    // Keys travel in a header, never in cookies: no origin is allowed credentials (yoga's default reflects any
+    // origin with credentials allowed).
+    cors: { origin: [...corsOrigins], credentials: false },
     // Counted as the bytes arrive, with or without Content-Length; refused with REQUEST_TOO_LARGE.
     maxRequestBodySize: RequestLimits.maxBodyBytes,
+    // Bounded in bytes, and filled only for requests whose key is known (useAuthenticationFirst).
+    parserAndValidationCache: parseCaches,
     healthCheckEndpoint: '/health',
     plugins: [
       // The viewer's pages, and OTLP over HTTP beside GraphQL on the same port and keys: answered before any
@@ -110,6 +141,7 @@ export function createServer({
         },
       },
       ...(withGraphiQL ? [useGraphiQLAssets()] : []),
+      useAuthenticationFirst(handle),
       ...(registered.size > 0
         ? [useTrustedDocuments(registered, handle, { registeredOnly: trustedDocuments != null })]
         : []),

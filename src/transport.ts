@@ -18,7 +18,11 @@ export interface TransportLimits {
   requestTimeoutMs: number;
   /** An idle keep-alive connection is closed after this. */
   keepAliveTimeoutMs: number;
-  /** Connections open at once; one more is closed as soon as it is accepted. */
+  /**
+   * Connections open at once. One more takes the place of the oldest connection not being answered (one
+   * still sending its first headers, else one idle between requests); when every one is being answered, it
+   * is closed as soon as it is accepted.
+   */
   maxConnections: number;
   /** Bytes of request line and headers; more is refused with 431. */
   maxHeaderBytes: number;
@@ -181,12 +185,32 @@ export function createHttpServer(
       listener(request, response);
     },
   );
-  // Node closes a connection after its last answer with destroySoon: make that close a lingering one.
+  // Open connections, oldest first.
+  const open = new Set<Socket>();
   server.on('connection', (socket: Socket) => {
+    // Node closes a connection after its last answer with destroySoon: make that close a lingering one.
     socket.destroySoon = () => lingeringClose(socket, limits.lingerMs, lastRequest.get(socket));
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+    if (open.size <= limits.maxConnections) return;
+    // Full: a connection that is not being answered gives way, so that half-open connections cannot lock
+    // everyone out: first the oldest that never finished a request's headers, then the oldest idle one
+    // between requests. When every connection is being answered, the new one is closed unanswered.
+    const idle = (candidate: Socket) => candidate !== socket && !answering.has(candidate);
+    let victim: Socket | undefined;
+    for (const candidate of open) {
+      if (!idle(candidate)) continue;
+      if (!lastRequest.has(candidate)) {
+        victim = candidate;
+        break;
+      }
+      victim ??= candidate;
+    }
+    const closing = victim ?? socket;
+    open.delete(closing);
+    closing.destroy();
   });
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
-  server.maxConnections = limits.maxConnections;
   server.maxHeadersCount = limits.maxHeaders;
   // Connections refused by the parser that linger: the parser fails again on each read, which is dropped.
   const refused = new WeakSet<Duplex>();

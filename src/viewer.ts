@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readTrustedDocuments, type TrustedDocuments } from './graphql/trusted-documents.ts';
@@ -72,13 +72,17 @@ function isViewerRoute(path: string): boolean {
 export function createViewerHandler(
   directory = viewerDirectory(),
 ): (request: Request, path: string) => Response | null {
-  const cache = new Map<string, Uint8Array | null>();
+  // Only the build's own files are kept (a fixed set): a request for a missing one is answered without
+  // remembering it, so made-up names cannot grow the cache.
+  const cache = new Map<string, Uint8Array>();
   const read = (relative: string): Uint8Array | null => {
-    if (!cache.has(relative)) {
-      const file = join(directory, relative);
-      cache.set(relative, existsSync(file) ? readFileSync(file) : null);
-    }
-    return cache.get(relative) ?? null;
+    const kept = cache.get(relative);
+    if (kept) return kept;
+    const file = join(directory, relative);
+    if (!existsSync(file) || !statSync(file).isFile()) return null;
+    const body = readFileSync(file);
+    cache.set(relative, body);
+    return body;
   };
   return (request, path) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') return null;

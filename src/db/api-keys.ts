@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { and, asc, eq, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
 import { apiKeys } from '../../drizzle/schema.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { checkName, Limits } from '../domain/limits.ts';
@@ -97,6 +97,18 @@ export async function isKeyActive(db: Database, keyHash: string): Promise<boolea
     .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)));
   if (!row) forgetKey(db, keyHash);
   return row !== undefined;
+}
+
+/** Which of these key hashes belong to active keys now (revoked and deleted ones are left out). */
+export async function activeKeyHashes(db: Database, keyHashes: readonly string[]): Promise<Set<string>> {
+  if (keyHashes.length === 0) return new Set();
+  const rows = await db
+    .select({ keyHash: apiKeys.keyHash })
+    .from(apiKeys)
+    .where(and(inArray(apiKeys.keyHash, [...keyHashes]), isNull(apiKeys.revokedAt)));
+  const active = new Set(rows.map((row) => row.keyHash));
+  for (const keyHash of keyHashes) if (!active.has(keyHash)) forgetKey(db, keyHash);
+  return active;
 }
 
 export function listApiKeys(db: Database): Promise<ApiKeyRow[]> {

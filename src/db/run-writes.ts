@@ -271,11 +271,23 @@ export async function insertSteps(
   steps: readonly RunStep[],
 ): Promise<StepRow[]> {
   if (steps.length === 0) return [];
-  return tx
-    .insert(runSteps)
-    .values(steps.map((step) => ({ runId, ...step.toRecord() })))
-    .returning();
+  const inserted: StepRow[] = [];
+  // A statement holds at most 65,535 parameters (a step takes 13): an OTLP export of 10,000 spans is
+  // stored in statements of STEPS_PER_INSERT, which also keeps each one's building short.
+  for (let from = 0; from < steps.length; from += STEPS_PER_INSERT) {
+    const chunk = steps.slice(from, from + STEPS_PER_INSERT);
+    inserted.push(
+      ...(await tx
+        .insert(runSteps)
+        .values(chunk.map((step) => ({ runId, ...step.toRecord() })))
+        .returning()),
+    );
+  }
+  return inserted;
 }
+
+/** Steps per INSERT statement: well under PostgreSQL's 65,535 parameters. */
+const STEPS_PER_INSERT = 1_000;
 
 /** Claims an idempotency key for the steps just inserted. */
 export async function claimKey(

@@ -68,19 +68,20 @@ export class ForbiddenError extends DomainError {
 /** Too many live streams open: the actor's share (TOO_MANY_SUBSCRIPTIONS) or the instance's (SUBSCRIPTIONS_FULL). */
 export class SubscriptionLimitError extends DomainError {
   constructor(
-    code: 'TOO_MANY_SUBSCRIPTIONS' | 'SUBSCRIPTIONS_FULL',
+    code: 'TOO_MANY_SUBSCRIPTIONS' | 'SUBSCRIPTIONS_FULL' | 'TOO_MANY_WAITS' | 'WAITS_FULL',
     readonly limit: number,
   ) {
+    const what =
+      code === 'TOO_MANY_WAITS' || code === 'WAITS_FULL' ? 'waits (awaitDecision)' : 'live streams';
     super(
       code,
-      code === 'TOO_MANY_SUBSCRIPTIONS'
-        ? `at most ${limit} live streams per actor may be open at once: close one first`
-        : `this instance holds its limit of ${limit} live streams: retry later or on another instance`,
+      code === 'TOO_MANY_SUBSCRIPTIONS' || code === 'TOO_MANY_WAITS'
+        ? `at most ${limit} ${what} per actor may be open at once: close one first`
+        : `this instance holds its limit of ${limit} ${what}: retry later or on another instance`,
     );
   }
 }
 
-/** The API key a request came with is no longer active (revoked since it was last read). */
 export class KeyNotActiveError extends DomainError {
   constructor() {
     super('UNAUTHENTICATED', 'the API key is unknown or revoked');

@@ -69,9 +69,11 @@ export const STATS_LIMITS = {
 } as const;
 
 /**
- * Live runs (Subscription.runEvents): how many streams may be open at once,
- * and how a stream keeps itself honest. Refusals: TOO_MANY_SUBSCRIPTIONS (the
- * actor's share is used up), SUBSCRIPTIONS_FULL (the process's).
+ * Requests that last (Subscription.runEvents streams, Mutation.awaitDecision
+ * waits): how many may be open at once, so that one key cannot hold every
+ * connection, and how they keep themselves honest. Refusals:
+ * TOO_MANY_SUBSCRIPTIONS / TOO_MANY_WAITS (the actor's share is used up),
+ * SUBSCRIPTIONS_FULL / WAITS_FULL (the process's).
  */
 export const LIVE_LIMITS = {
   /** Streams one actor may hold open on one instance. */
@@ -82,6 +84,15 @@ export const LIVE_LIMITS = {
   stepsPerRead: 100,
   /** A stream re-reads its run at least this often, even when no notice came (one lost with a crashed writer). */
   recheckMs: 15_000,
+  /** awaitDecision calls one actor may hold waiting at once on one instance (TOO_MANY_WAITS). */
+  maxWaitsPerActor: 100,
+  /** awaitDecision calls one instance holds waiting for everyone together (WAITS_FULL). */
+  maxWaitsPerProcess: 2_000,
+  /**
+   * How often an instance re-reads the keys its streams and waits hold: a revoked or deleted key's
+   * streams and waits end within this (plus one statement), on every instance.
+   */
+  keyRecheckMs: 500,
 } as const;
 
 /** What one GraphQL request may ask; each refusal has its own code (see graphql/errors.ts). */
@@ -93,6 +104,15 @@ export const RequestLimits = {
   maxDirectives: 20,
   /** A request body: room for a batch of 1,000 steps or a 10 MB tool result, which is bounded, not refused. */
   maxBodyBytes: 16 * 1024 * 1024,
+  /**
+   * The query text of one operation, in UTF-8 bytes, comments included (the token limit does not count
+   * comments): the largest operation of the contract is under 4 KB. Refused before it is parsed.
+   */
+  maxQueryBytes: 100_000,
+  /** Parsed documents kept for reuse, all together, in estimated heap bytes. */
+  parseCacheBytes: 32 * 1024 * 1024,
+  /** Parse errors kept for reuse (each keeps its text), all together. */
+  parseErrorCacheBytes: 4 * 1024 * 1024,
 } as const;
 
 /**
@@ -104,8 +124,18 @@ export const OtlpLimits = {
   maxBodyBytes: RequestLimits.maxBodyBytes,
   /** A gzip body once inflated: inflating stops here, so a small body that would inflate to gigabytes costs no more. */
   maxInflatedBytes: 32 * 1024 * 1024,
-  /** Spans in one request (an SDK's batch holds 512 by default). */
+  /** Spans in one request (an SDK's batch holds 512 by default): OTLP_TOO_MANY_SPANS past it. */
   maxSpans: 10_000,
+  /**
+   * Values in one request, counted before anything is decoded (OTLP_TOO_MANY_VALUES past it):
+   * in protobuf every message (spans, key-values, attribute values, events, links, ...) and
+   * every element of a repeated field; in JSON every value (objects, arrays, strings,
+   * numbers, literals). Measured (Node 20): 250,000 empty events, the dearest value,
+   * cost +66 MB of heap for the whole request; with 31 MB of event names besides, +88 MB;
+   * 10,000 spans holding the rest in 30 MB of attributes, +118 MB (storing the spans on
+   * PGlite included). Without it, 16.8 M empty spans in a 32 KB gzip body took 4.8 GB.
+   */
+  maxValues: 250_000,
 } as const;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses

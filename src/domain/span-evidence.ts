@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import { InvalidInputError, RunTerminalError } from './errors.ts';
 import { isTerminalStatus, type RunStatus, type TerminationReason } from './run-status.ts';
 import type { RunStep } from './run-step.ts';
@@ -116,10 +116,18 @@ export function checkRunAcceptsSpanStep(
  * The run a group of spans goes to, as a UUID that the sender, the kind of
  * key (`trace` or `conversation`) and the key itself decide: the same trace
  * sent again, by any instance, finds the same run, and two senders never share one.
- * SHA-256 of the three, shaped as a version 8 (custom) UUID.
+ * An HMAC-SHA-256 of the three under the service's own secret, shaped as a
+ * version 8 (custom) UUID: trace ids travel in every `traceparent` and owner
+ * names are no secret, so without the key anyone could compute a sender's run
+ * id, claim it first with startRun, or test whether it exists.
  */
-export function spanRunUuid(owner: string, kind: 'trace' | 'conversation', key: string): string {
-  const hex = createHash('sha256')
+export function spanRunUuid(
+  secret: string,
+  owner: string,
+  kind: 'trace' | 'conversation',
+  key: string,
+): string {
+  const hex = createHmac('sha256', secret)
     .update(`runledger-otlp\u0000${owner}\u0000${kind}\u0000${key}`)
     .digest('hex');
   const variant = ((Number.parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16);

@@ -20,6 +20,7 @@ export const ErrorCode = {
   /** HTTP refusals, before GraphQL reads the request. */
   BadRequest: 'BAD_REQUEST',
   RequestTooLarge: 'REQUEST_TOO_LARGE',
+  QueryTooLarge: 'QUERY_TOO_LARGE',
   RequestTimeout: 'REQUEST_TIMEOUT',
   HeadersTooLarge: 'HEADERS_TOO_LARGE',
 } as const;
@@ -158,7 +159,19 @@ export function useStableErrorCodes(production: boolean): Plugin {
     // A subscription's refusals come before its first event (RUN_NOT_FOUND, a limit): the same codes.
     onSubscribe: () => ({
       onSubscribeResult: ({ result, setResult }) => {
-        if (!isExecutionResult(result) || !result.errors?.length) return;
+        if (!isExecutionResult(result)) {
+          // And within each event: a private field denied is FORBIDDEN there as in a query.
+          return {
+            onNext: ({ result: event, setResult: setEvent }) => {
+              if (!event.errors?.length) return;
+              setEvent({
+                ...event,
+                errors: event.errors.map((error) => fromDomainError(error as GraphQLError)),
+              });
+            },
+          };
+        }
+        if (!result.errors?.length) return;
         setResult({
           ...result,
           errors: result.errors.map((error) => fromDomainError(error as GraphQLError)),

@@ -24,6 +24,7 @@ import {
   checkFourEyes,
   checkInputSchema,
   checkInputValues,
+  checkStoredInputSchema,
   type ElicitationAnswer,
   type ElicitationAsked,
   HumanRequestLimits,
@@ -51,6 +52,7 @@ import type { JsonObject } from '../domain/run-step.ts';
 import { RunTrace } from '../domain/run-trace.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import { checkUuid } from '../domain/uuid.ts';
+import { describeError } from '../log.ts';
 import type { Scope } from './scope.ts';
 
 /** What a request or a decision stored. */
@@ -350,7 +352,8 @@ export function provideInput(
       comment: optionalText(input.comment, 'comment', HumanRequestLimits.commentLength),
       answer: answer as Record<string, unknown> | null,
       check: (request) => {
-        if (!declined) checkInputValues(checkInputSchema(request.schema), input.values ?? null);
+        // A schema stored before today's allow-list is checked again before any validator is built of it.
+        if (!declined) checkInputValues(checkStoredInputSchema(request.schema), input.values ?? null);
       },
     },
     decidableOwners(scope.actor),
@@ -482,7 +485,8 @@ export class RequestExpiries {
           const closed = await expireRequests(this.scope);
           if (closed > 0) this.log(`${closed} expired`);
         } catch (error) {
-          this.log(`closing expired requests failed: ${(error as Error).message}`);
+          // By name and codes, never the message: a driver's message quotes the values it choked on.
+          this.log(`closing expired requests failed: ${describeError(error)}`);
         }
       });
     }, EXPIRY_SWEEP_MS);
@@ -523,6 +527,7 @@ export async function askForCall(
 ): Promise<ElicitationAnswer> {
   let schema: InputSchema;
   try {
+    // The same allow-list as the API's: a server is a peer, not trusted with a regex or a $ref.
     schema = checkInputSchema(asked.requestedSchema);
   } catch {
     return { action: 'cancel' };

@@ -10,6 +10,7 @@ import {
   type Transaction,
 } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
+import { serviceSecret } from '../db/service-secrets.ts';
 import { DomainError } from '../domain/errors.ts';
 import { checkName } from '../domain/limits.ts';
 import { requirePermission } from '../domain/permissions.ts';
@@ -101,7 +102,12 @@ interface SpanGroup {
  * new to the sender, the run of its conversation when one of its spans here
  * names one; else a run of its own.
  */
-async function groupSpans(db: Database, owner: string, spans: readonly IngestedSpan[]): Promise<SpanGroup[]> {
+async function groupSpans(
+  db: Database,
+  secret: string,
+  owner: string,
+  spans: readonly IngestedSpan[],
+): Promise<SpanGroup[]> {
   const traceIds = [...new Set(spans.map((s) => s.traceId))];
   const known = await runsOfTraces(db, owner, traceIds);
   const conversationOf = new Map<string, string>();
@@ -116,8 +122,8 @@ async function groupSpans(db: Database, owner: string, spans: readonly IngestedS
     const uuid =
       known.get(span.traceId) ??
       (conversation !== undefined
-        ? spanRunUuid(owner, 'conversation', conversation)
-        : spanRunUuid(owner, 'trace', span.traceId));
+        ? spanRunUuid(secret, owner, 'conversation', conversation)
+        : spanRunUuid(secret, owner, 'trace', span.traceId));
     const group = groups.get(uuid) ?? { uuid, spans: [] };
     group.spans.push(span);
     groups.set(uuid, group);
@@ -168,7 +174,13 @@ interface GroupOutcome {
  * start-time order, the spans recorded as stored, and the run ended by its
  * root span (a trace's run only: a conversation has no last span).
  */
-async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: Date): Promise<GroupOutcome> {
+async function ingestGroup(
+  db: Database,
+  secret: string,
+  owner: string,
+  group: SpanGroup,
+  now: Date,
+): Promise<GroupOutcome> {
   return db.transaction(async (tx) => {
     const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
     const run = await runOfGroup(tx, owner, group);
@@ -178,8 +190,16 @@ async function ingestGroup(db: Database, owner: string, group: SpanGroup, now: D
       return outcome;
     }
     // A root span ends the run of its own trace; a conversation's run has no last span.
-    const endsRun = (s: IngestedSpan) =>
-      s.ending !== null && group.uuid === spanRunUuid(owner, 'trace', s.traceId);
+    const traceRuns = new Map<string, string>();
+    const runOfTrace = (traceId: string) => {
+      let uuid = traceRuns.get(traceId);
+      if (uuid === undefined) {
+        uuid = spanRunUuid(secret, owner, 'trace', traceId);
+        traceRuns.set(traceId, uuid);
+      }
+      return uuid;
+    };
+    const endsRun = (s: IngestedSpan) => s.ending !== null && group.uuid === runOfTrace(s.traceId);
     const relevant = group.spans.filter((s) => s.step !== null || endsRun(s));
     outcome.ignored = group.spans.length - relevant.length;
     const stored = await storedSpanKeys(tx, owner, relevant);
@@ -257,10 +277,11 @@ export async function ingestSpans(
     }
   }
   const now = new Date();
-  for (const group of await groupSpans(db, actor.name, usable)) {
+  const secret = await serviceSecret(db, 'otlp_run_ids');
+  for (const group of await groupSpans(db, secret, actor.name, usable)) {
     let outcome: GroupOutcome;
     try {
-      outcome = await ingestGroup(db, actor.name, group, now);
+      outcome = await ingestGroup(db, secret, actor.name, group, now);
       // Committed: live streams of the run read it now.
       if (outcome.stored > 0) await events?.runChanged(group.uuid);
     } catch (error) {

@@ -7,9 +7,14 @@ import {
 } from '../db/mcp-servers.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { checkName, Limits } from '../domain/limits.ts';
-import { checkServerEndpoint, type McpServerConfig, type McpServerInput } from '../domain/mcp-server.ts';
+import {
+  checkServerEndpoint,
+  type McpServerConfig,
+  type McpServerInput,
+  parseCredentialReference,
+} from '../domain/mcp-server.ts';
 import { canListServers, requirePermission } from '../domain/permissions.ts';
-import type { McpPolicy } from '../mcp/outbound-policy.ts';
+import { type McpPolicy, urlPort } from '../mcp/outbound-policy.ts';
 import { McpFault } from '../mcp/transport-error.ts';
 import type { Scope } from './scope.ts';
 
@@ -17,14 +22,27 @@ export const serverNotFound = (identifier: string, field = 'identifier') =>
   new InvalidInputError('SERVER_NOT_FOUND', `no MCP server ${identifier}`, field);
 
 /**
- * A server as registered, if the operator's settings allow it: a host (looked
- * up now, every address checked) or a program. Checked again at every call,
- * since settings and DNS answers change.
+ * A server as registered, if the operator's settings allow it: the variables
+ * its headers reference, a host and port (looked up now, every address
+ * checked) or a program. Checked again at every call, since settings and DNS
+ * answers change.
  */
 async function allowedServer(input: McpServerInput, policy: McpPolicy): Promise<McpServerConfig> {
   const server = { identifier: input.identifier, ...checkServerEndpoint(input) };
+  server.headers.forEach(({ name, value }, i) => {
+    const variable = parseCredentialReference(value)?.variable ?? '';
+    const refusal = policy.headerEnvRefusal(variable);
+    if (refusal) {
+      throw new InvalidInputError(
+        McpFault.HeaderEnvNotAllowed,
+        `header ${name}: ${refusal}`,
+        `headers.${i}.value`,
+      );
+    }
+  });
   if (server.url !== null) {
-    const { refusal } = await policy.resolveHost(new URL(server.url).hostname);
+    const url = new URL(server.url);
+    const { refusal } = await policy.resolveHost(url.hostname, urlPort(url));
     if (refusal) throw new InvalidInputError(McpFault.RefusedHost, `refused host: ${refusal}`, 'url');
   }
   if (server.command !== null) {

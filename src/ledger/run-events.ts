@@ -31,8 +31,13 @@ export interface RunEvent {
 export interface RunEventsOptions {
   maxPerActor?: number;
   maxPerProcess?: number;
+  maxWaitsPerActor?: number;
+  maxWaitsPerProcess?: number;
   recheckMs?: number;
 }
+
+/** The two kinds of request that last, each counted against its own limits. */
+type Held = 'stream' | 'wait';
 
 /** Resolves the waiters of one stream when its run changes. */
 class Wakeup {
@@ -78,20 +83,26 @@ export class RunEvents {
   readonly #byRun = new Map<string, Set<Wakeup>>();
   readonly #all = new Set<Wakeup>();
   readonly #cancelHandlers = new Set<(runUuid: string) => void>();
+  /** Held requests by kind and actor: `stream:alice`. */
   readonly #byActor = new Map<string, number>();
   readonly #streams = new Set<AbortController>();
+  readonly #waits = new Set<AbortController>();
   readonly #off: Array<() => void>;
   /** Notices and resyncs heard so far: a read is shared only among streams that ask between the same two. */
   #epoch = 0;
   readonly #reads = new Map<string, Promise<{ steps: StepRow[]; run: RunRow | undefined }>>();
   readonly maxPerActor: number;
   readonly maxPerProcess: number;
+  readonly maxWaitsPerActor: number;
+  readonly maxWaitsPerProcess: number;
   readonly recheckMs: number;
 
   constructor(channel: NoticeChannel, options: RunEventsOptions = {}) {
     this.#channel = channel;
     this.maxPerActor = options.maxPerActor ?? LIVE_LIMITS.maxSubscriptionsPerActor;
     this.maxPerProcess = options.maxPerProcess ?? LIVE_LIMITS.maxSubscriptionsPerProcess;
+    this.maxWaitsPerActor = options.maxWaitsPerActor ?? LIVE_LIMITS.maxWaitsPerActor;
+    this.maxWaitsPerProcess = options.maxWaitsPerProcess ?? LIVE_LIMITS.maxWaitsPerProcess;
     this.recheckMs = options.recheckMs ?? LIVE_LIMITS.recheckMs;
     this.#off = [
       channel.listen((notice) => this.#deliver(notice)),
@@ -199,29 +210,56 @@ export class RunEvents {
     return wakeups + this.#all.size + this.#cancelHandlers.size + this.#channel.listenerCount();
   }
 
-  /** Claims a slot for a stream of the actor; refused past either limit. */
-  #claim(actor: Actor): { controller: AbortController; release: () => void } {
-    if (this.#streams.size >= this.maxPerProcess) {
-      throw new SubscriptionLimitError('SUBSCRIPTIONS_FULL', this.maxPerProcess);
+  /** Claims a slot of the kind for the actor; refused past either limit. */
+  #claim(actor: Actor, kind: Held): { controller: AbortController; release: () => void } {
+    const open = kind === 'stream' ? this.#streams : this.#waits;
+    const [perProcess, perActor] =
+      kind === 'stream'
+        ? [this.maxPerProcess, this.maxPerActor]
+        : [this.maxWaitsPerProcess, this.maxWaitsPerActor];
+    if (open.size >= perProcess) {
+      throw new SubscriptionLimitError(kind === 'stream' ? 'SUBSCRIPTIONS_FULL' : 'WAITS_FULL', perProcess);
     }
-    const held = this.#byActor.get(actor.name) ?? 0;
-    if (held >= this.maxPerActor)
-      throw new SubscriptionLimitError('TOO_MANY_SUBSCRIPTIONS', this.maxPerActor);
-    this.#byActor.set(actor.name, held + 1);
+    const counter = `${kind}:${actor.name}`;
+    const held = this.#byActor.get(counter) ?? 0;
+    if (held >= perActor)
+      throw new SubscriptionLimitError(
+        kind === 'stream' ? 'TOO_MANY_SUBSCRIPTIONS' : 'TOO_MANY_WAITS',
+        perActor,
+      );
+    this.#byActor.set(counter, held + 1);
     const controller = new AbortController();
-    this.#streams.add(controller);
+    open.add(controller);
     let released = false;
     return {
       controller,
       release: () => {
         if (released) return;
         released = true;
-        this.#streams.delete(controller);
-        const left = (this.#byActor.get(actor.name) ?? 1) - 1;
-        if (left > 0) this.#byActor.set(actor.name, left);
-        else this.#byActor.delete(actor.name);
+        open.delete(controller);
+        const left = (this.#byActor.get(counter) ?? 1) - 1;
+        if (left > 0) this.#byActor.set(counter, left);
+        else this.#byActor.delete(counter);
       },
     };
+  }
+
+  /**
+   * Runs a wait (awaitDecision) in a slot of the actor's: refused past the
+   * limits, ended by a shutdown (endStreams) through the signal it is given.
+   */
+  async holdWait<T>(actor: Actor, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const slot = this.#claim(actor, 'wait');
+    try {
+      return await wait(slot.controller.signal);
+    } finally {
+      slot.release();
+    }
+  }
+
+  /** Waits held in this process. */
+  openWaits(): number {
+    return this.#waits.size;
   }
 
   #register(runUuid: string, wakeup: Wakeup): () => void {
@@ -240,7 +278,12 @@ export class RunEvents {
    * Opens a stream of one run's events for the actor: refusals (a bad uuid or
    * sequence, a run it may not see, a limit) come here, before any event.
    */
-  async watch(scope: Scope, input: { uuid: string; afterSequence?: number | null }): Promise<RunEventStream> {
+  async watch(
+    scope: Scope,
+    input: { uuid: string; afterSequence?: number | null },
+    /** Ends the stream from outside too (its key revoked). */
+    until?: AbortSignal,
+  ): Promise<RunEventStream> {
     const { db, actor } = scope;
     const uuid = checkUuid(input.uuid, 'uuid');
     const after =
@@ -250,7 +293,7 @@ export class RunEvents {
     // Hidden answers like missing: the same statement, the same error, the same code.
     const [run] = await findRunsByUuids(db, [uuid], visibleOwners(actor));
     if (!run) throw new RunNotFoundError(uuid);
-    const slot = this.#claim(actor);
+    const slot = this.#claim(actor, 'stream');
     const wakeup = new Wakeup();
     // Registered before the first read: a change committed while it reads still wakes it.
     const unregister = this.#register(uuid, wakeup);
@@ -258,7 +301,8 @@ export class RunEvents {
       unregister();
       slot.release();
     };
-    const inner = follow(db, run, after, { wakeup, events: this, signal: slot.controller.signal });
+    const signal = until ? AbortSignal.any([slot.controller.signal, until]) : slot.controller.signal;
+    const inner = follow(db, run, after, { wakeup, events: this, signal });
     return new RunEventStream(inner, slot.controller, close);
   }
 
@@ -284,6 +328,7 @@ export class RunEvents {
   /** Ends every open stream, as a shutdown does before it waits for requests in flight. */
   endStreams(): void {
     for (const controller of this.#streams) controller.abort();
+    for (const controller of this.#waits) controller.abort();
   }
 
   /** Ends every open stream and stops listening. */

@@ -6,7 +6,7 @@ import type { LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isWebUrl } from '../domain/mcp-server.ts';
-import { bareHost, type McpPolicy, normaliseAddress } from './outbound-policy.ts';
+import { bareHost, type McpPolicy, normaliseAddress, urlPort } from './outbound-policy.ts';
 import { McpTransportError } from './transport-error.ts';
 
 /**
@@ -15,8 +15,9 @@ import { McpTransportError } from './transport-error.ts';
  * connection's DNS lookup is the one checked: the addresses the policy
  * accepted are the addresses the socket is given, so a name cannot resolve
  * to one address for the check and another for the connection. An IP literal
- * needs no lookup and is checked as it stands. Redirects are not followed
- * here (the SDK follows same-origin ones, through this fetch again).
+ * needs no lookup and is checked as it stands. The port is checked with the
+ * host, from each request's own URL. Redirects are not followed here (the SDK
+ * follows same-origin ones, through this fetch again).
  */
 export class GuardedFetch {
   /** The first refusal, kept: the SDK may wrap the error it sees. */
@@ -37,8 +38,9 @@ export class GuardedFetch {
       throw this.#refuse(`${url.protocol} is neither http nor https`);
     }
     const host = bareHost(url.hostname);
+    const port = urlPort(url);
     if (normaliseAddress(host)) {
-      const refusal = this.policy.hostRefusal(host, [host]);
+      const refusal = this.policy.hostRefusal(host, port, [host]);
       if (refusal) throw this.#refuse(refusal);
     }
     const body = init.body ?? undefined;
@@ -51,7 +53,9 @@ export class GuardedFetch {
       method: init.method ?? 'GET',
       headers: Object.fromEntries(new Headers(init.headers)),
       signal: init.signal ?? undefined,
-      lookup: this.#lookup,
+      // The port checked is the port connected to, stated rather than left to the URL's parsing.
+      port,
+      lookup: this.#lookupFor(port),
       agent: false,
     };
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -74,9 +78,19 @@ export class GuardedFetch {
     return this.refusal;
   }
 
-  /** The socket's lookup: resolve, check every address, hand over exactly those. */
-  readonly #lookup: LookupFunction = (hostname, options: LookupOptions, callback) => {
-    this.policy.resolveHost(hostname, typeof options.family === 'number' ? options.family : 0).then(
+  /** The socket's lookup for a request to `port`: resolve, check every address, hand over exactly those. */
+  #lookupFor(port: number): LookupFunction {
+    return (hostname, options: LookupOptions, callback) => this.#lookup(hostname, port, options, callback);
+  }
+
+  #lookup(
+    hostname: string,
+    port: number,
+    options: LookupOptions,
+    callback: Parameters<LookupFunction>[2],
+  ): void {
+    const family = typeof options.family === 'number' ? options.family : 0;
+    this.policy.resolveHost(hostname, port, family).then(
       ({ addresses, refusal }) => {
         if (refusal) return callback(this.#refuse(refusal), '', 0);
         const [first] = addresses;
@@ -86,7 +100,7 @@ export class GuardedFetch {
       },
       (error: Error) => callback(error, '', 0),
     );
-  };
+  }
 }
 
 function asResponse(response: IncomingMessage, method = 'GET'): Response {

@@ -103,49 +103,127 @@ export function bareHost(hostname: string): string {
     .replace(/\.$/, '');
 }
 
-/** The operator's outbound allow-list, parsed once; an entry it cannot read stops the service at start. */
+/** The ports an entry without one allows: the standard web ports, never a database's or the service's own. */
+export const STANDARD_PORTS: readonly number[] = Object.freeze([80, 443]);
+
+/** The ports of one allow-list entry: a list, or every port (`:*`). */
+type PortRule = readonly number[] | 'any';
+
+/** The port a request to this URL connects to: the URL's own, or its scheme's default. */
+export function urlPort(url: URL): number {
+  if (url.port) return Number(url.port);
+  return url.protocol === 'https:' ? 443 : 80;
+}
+
+/** What an entry's host part may be read as, before its port. */
+const NAME_ENTRY = /^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$/;
+const PORT_ENTRY = /^[1-9]\d{0,4}$/;
+
+/**
+ * An entry cut into its host and its port text (null: none given). IPv6 with
+ * a port must be in brackets; an unbracketed entry with more than one colon
+ * is IPv6 (or an IPv6 range) as a whole, since `::1:3000` is an address too.
+ */
+function splitEntry(entry: string): { host: string; port: string | null; bracketed: boolean } | null {
+  if (entry.startsWith('[')) {
+    const close = entry.indexOf(']');
+    if (close < 0) return null;
+    const rest = entry.slice(close + 1);
+    if (rest !== '' && !rest.startsWith(':')) return null;
+    return { host: entry.slice(1, close), port: rest === '' ? null : rest.slice(1), bracketed: true };
+  }
+  const colons = entry.split(':').length - 1;
+  if (colons !== 1) return { host: entry, port: null, bracketed: false };
+  const at = entry.indexOf(':');
+  return { host: entry.slice(0, at), port: entry.slice(at + 1), bracketed: false };
+}
+
+function portRule(text: string | null): PortRule | null {
+  if (text === null) return STANDARD_PORTS;
+  if (text === '*') return 'any';
+  const port = Number(text);
+  return PORT_ENTRY.test(text) && port <= 65_535 ? [port] : null;
+}
+
+/** The hosts of the entries that share one port rule. */
+class HostGroup {
+  any = false;
+  readonly names = new Set<string>();
+  readonly suffixes: string[] = [];
+  readonly addresses = new BlockList();
+
+  constructor(readonly ports: PortRule) {}
+
+  allowsPort(port: number | null): boolean {
+    return port === null || this.ports === 'any' || this.ports.includes(port);
+  }
+
+  namesHost(host: string): boolean {
+    if (this.any) return true;
+    if (isIP(host)) return false;
+    return this.names.has(host) || this.suffixes.some((suffix) => host.endsWith(suffix));
+  }
+}
+
+/**
+ * The operator's outbound allow-list, parsed once; an entry it cannot read
+ * stops the service at start. Each entry allows its host on its ports only.
+ */
 class HostAllowList {
-  readonly #any: boolean;
-  readonly #names = new Set<string>();
-  readonly #suffixes: string[] = [];
-  readonly #addresses = new BlockList();
+  readonly #groups = new Map<string, HostGroup>();
 
   constructor(entries: readonly string[]) {
-    let any = false;
     for (const raw of entries) {
-      const entry = bareHost(raw.trim());
-      const invalid = () => new Error(`${McpSetting.AllowedHosts}: cannot read the entry "${raw}"`);
-      if (entry === '*') {
-        any = true;
-      } else if (entry.includes('/')) {
-        const [network = '', prefixText = ''] = entry.split('/');
+      const invalid = (why: string) =>
+        new Error(
+          `${McpSetting.AllowedHosts}: cannot read the entry "${raw}": ${why} (write host, host:port or host:*; an IPv6 address or range with a port in brackets, [::1]:3000)`,
+        );
+      const parts = splitEntry(raw.trim().toLowerCase());
+      if (!parts) throw invalid('a bracket opens an IPv6 address or range, closes it, then :port or nothing');
+      const ports = portRule(parts.port);
+      if (!ports) throw invalid(`the port "${parts.port}" is not 1 to 65535 or *`);
+      const host = parts.host.replace(/\.$/, '');
+      const [network = '', prefixText] = host.split('/');
+      if (parts.bracketed && isIP(network) !== 6) throw invalid('brackets hold an IPv6 address or range');
+      const key = ports === 'any' ? '*' : ports.join(',');
+      const group = this.#groups.get(key) ?? new HostGroup(ports);
+      this.#groups.set(key, group);
+      if (host === '*') {
+        group.any = true;
+      } else if (prefixText !== undefined) {
         const normal = normaliseAddress(network);
         const prefix = Number(prefixText);
         const max = normal?.family === 'ipv4' ? 32 : 128;
-        if (!normal || !/^\d{1,3}$/.test(prefixText) || prefix > max) throw invalid();
-        this.#addresses.addSubnet(normal.address, prefix, normal.family);
-      } else if (normaliseAddress(entry)) {
-        const normal = normaliseAddress(entry);
-        if (normal) this.#addresses.addAddress(normal.address, normal.family);
-      } else if (/^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(entry)) {
-        if (entry.startsWith('*.')) this.#suffixes.push(entry.slice(1));
-        else this.#names.add(entry);
+        if (!normal || !/^\d{1,3}$/.test(prefixText) || prefix > max || host.split('/').length > 2) {
+          throw invalid('not a CIDR range');
+        }
+        group.addresses.addSubnet(normal.address, prefix, normal.family);
+      } else if (normaliseAddress(host)) {
+        const normal = normaliseAddress(host);
+        if (normal) group.addresses.addAddress(normal.address, normal.family);
+      } else if (NAME_ENTRY.test(host)) {
+        if (host.startsWith('*.')) group.suffixes.push(host.slice(1));
+        else group.names.add(host);
       } else {
-        throw invalid();
+        throw invalid('not a host name, address or range');
       }
     }
-    this.#any = any;
   }
 
-  /** Whether the host, by its name (or `*`), is on the list. */
-  namesHost(host: string): boolean {
-    if (this.#any) return true;
-    if (isIP(host)) return false;
-    return this.#names.has(host) || this.#suffixes.some((suffix) => host.endsWith(suffix));
+  /** Whether the host, by its name (or `*`), is on the list for this port (null: for some port). */
+  namesHost(host: string, port: number | null): boolean {
+    for (const group of this.#groups.values()) {
+      if (group.allowsPort(port) && group.namesHost(host)) return true;
+    }
+    return false;
   }
 
-  coversAddress(address: string, family: Family): boolean {
-    return this.#addresses.check(address, family);
+  /** Whether an address or range entry covers the address for this port (null: for some port). */
+  coversAddress(address: string, family: Family, port: number | null): boolean {
+    for (const group of this.#groups.values()) {
+      if (group.allowsPort(port) && group.addresses.check(address, family)) return true;
+    }
+    return false;
   }
 }
 
@@ -153,13 +231,15 @@ class HostAllowList {
 export type Refusal = string;
 
 /**
- * The operator's MCP settings as rules: which host may be contacted once its
- * addresses are known, which program may be started, with which environment.
+ * The operator's MCP settings as rules: which host may be contacted on which
+ * port once its addresses are known, which program may be started, with which
+ * environment, and which variables a header may carry.
  */
 export class McpPolicy {
   readonly #hosts: HostAllowList;
   readonly #commands: readonly (readonly string[])[];
   readonly #stdioEnv: readonly string[];
+  readonly #headerEnv: ReadonlySet<string>;
 
   constructor(settings: McpSettings) {
     this.#hosts = new HostAllowList(settings.allowedHosts);
@@ -172,17 +252,29 @@ export class McpPolicy {
       if (!ENV_NAME.test(name)) throw new Error(`${McpSetting.StdioEnv}: "${name}" is not a variable name`);
     }
     this.#stdioEnv = [...settings.stdioEnv];
+    const headerEnv = settings.headerEnv ?? [];
+    for (const name of headerEnv) {
+      if (!ENV_NAME.test(name)) throw new Error(`${McpSetting.HeaderEnv}: "${name}" is not a variable name`);
+    }
+    this.#headerEnv = new Set(headerEnv);
   }
 
   /**
-   * Why the host may not be contacted at these addresses (every one of them
-   * is checked: a mixed answer is refused); null when it may. `addresses`
-   * null: not resolved, so only what the name alone decides.
+   * Why the host may not be contacted on this port at these addresses (every
+   * one of them is checked: a mixed answer is refused); null when it may.
+   * `addresses` null: not resolved, so only what the name alone decides.
    */
-  hostRefusal(hostname: string, addresses: readonly string[] | null): Refusal | null {
-    const host = bareHost(hostname);
+  hostRefusal(hostname: string, port: number, addresses: readonly string[] | null): Refusal | null {
+    const refusal = this.#refusal(bareHost(hostname), port, addresses);
+    // Allowed on another port: said so, so that the operator knows it is the port, not the host.
+    if (refusal === null || this.#refusal(bareHost(hostname), null, addresses) !== null) return refusal;
+    return `port ${port} of ${bareHost(hostname)} is not on ${McpSetting.AllowedHosts}`;
+  }
+
+  /** The host checks, for one port or (null) for any port some entry allows. */
+  #refusal(host: string, port: number | null, addresses: readonly string[] | null): Refusal | null {
     if (METADATA_NAMES.has(host)) return `${host} is a cloud metadata name`;
-    const named = this.#hosts.namesHost(host);
+    const named = this.#hosts.namesHost(host, port);
     const literal = normaliseAddress(host);
     const candidates = literal ? [host] : addresses;
     if (candidates === null) {
@@ -193,7 +285,7 @@ export class McpPolicy {
       if (!normal) return `${host} resolved to something that is not an address`;
       const kind = addressKind(normal.address, normal.family);
       const where = literal ? normal.address : `${host} resolves to ${normal.address}, which`;
-      const covered = this.#hosts.coversAddress(normal.address, normal.family);
+      const covered = this.#hosts.coversAddress(normal.address, normal.family, port);
       if (kind !== 'public' && !OPENABLE.has(kind)) return `${where} is a ${kind} address`;
       if (OPENABLE.has(kind) && !covered) {
         return `${where} is a ${kind} address not on ${McpSetting.AllowedHosts}`;
@@ -203,26 +295,28 @@ export class McpPolicy {
     return null;
   }
 
-  /** The host's addresses, looked up now and checked; a refusal when any is refused. */
+  /** The host's addresses, looked up now and checked for this port; a refusal when any is refused. */
   async resolveHost(
     hostname: string,
+    port: number,
     family = 0,
   ): Promise<{ addresses: LookupAddress[]; refusal: Refusal | null }> {
     const host = bareHost(hostname);
     if (normaliseAddress(host)) {
       const literal = { address: host, family: isIP(host) };
-      return { addresses: [literal], refusal: this.hostRefusal(host, [host]) };
+      return { addresses: [literal], refusal: this.hostRefusal(host, port, [host]) };
     }
-    const early = this.hostRefusal(host, []);
+    const early = this.hostRefusal(host, port, []);
     if (early) return { addresses: [], refusal: early };
     const addresses = await new Promise<LookupAddress[] | null>((resolve) => {
       dnsLookup(host, { all: true, family }, (error, found) => resolve(error ? null : found));
     });
     if (!addresses || addresses.length === 0) {
-      return { addresses: [], refusal: this.hostRefusal(host, null) };
+      return { addresses: [], refusal: this.hostRefusal(host, port, null) };
     }
     const refusal = this.hostRefusal(
       host,
+      port,
       addresses.map((entry) => entry.address),
     );
     return { addresses, refusal };
@@ -244,5 +338,20 @@ export class McpPolicy {
       if (value !== undefined) env[name] = value;
     }
     return env;
+  }
+
+  /** Why a header may not reference this variable (it is not on the operator's list); null when it may. */
+  headerEnvRefusal(variable: string): Refusal | null {
+    return this.#headerEnv.has(variable)
+      ? null
+      : `the variable ${variable} is not on ${McpSetting.HeaderEnv}`;
+  }
+
+  /**
+   * The value of a variable a header references, read now; a variable not on
+   * the operator's list is never read (undefined), whatever the caller checked.
+   */
+  headerEnvValue(name: string): string | undefined {
+    return this.#headerEnv.has(name) ? process.env[name] : undefined;
   }
 }

@@ -8,6 +8,7 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod/v4';
 import {
   type ElicitationAnswer,
   type ElicitationAsked,
@@ -18,6 +19,15 @@ import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';
 import { McpFault, McpTransportError } from './transport-error.ts';
 import { asTransportError } from './transport-error-mapping.ts';
+
+/**
+ * elicitation/create with its params as the server sent them. The SDK still
+ * checks the request against its own schema first, but the handler it is given
+ * sees what this schema parsed: the SDK's would drop keywords it does not know
+ * (a `pattern`, an `allOf`), and the question would be asked without them. The
+ * ledger's allow-list refuses them instead.
+ */
+const ElicitRequestAsSent = ElicitRequestSchema.extend({ params: z.record(z.string(), z.unknown()) });
 
 /** The times that govern a session, in milliseconds: one definition each. */
 export const SessionTiming = {
@@ -47,13 +57,19 @@ export interface CallAnswer {
   structuredContent?: Record<string, unknown>;
 }
 
-/** The value of each header, read from the environment now: a reference, never a stored secret. */
-function resolvedHeaders(server: McpServerConfig): Record<string, string> {
+/**
+ * The value of each header, read from the environment now: a reference, never
+ * a stored secret. Only variables the operator lists are read: a row written
+ * before the list existed, or under a longer one, reaches nothing else.
+ */
+function resolvedHeaders(server: McpServerConfig, policy: McpPolicy): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const { name, value } of server.headers) {
     const reference = parseCredentialReference(value);
     if (!reference) throw McpTransportError.missingCredential(`header ${name}`);
-    const secret = process.env[reference.variable];
+    const refusal = policy.headerEnvRefusal(reference.variable);
+    if (refusal) throw McpTransportError.headerEnvNotAllowed(`header ${name}: ${refusal}`);
+    const secret = policy.headerEnvValue(reference.variable);
     if (!secret) throw McpTransportError.unsetCredential(name, reference.variable);
     headers[name] = reference.scheme ? `${reference.scheme} ${secret}` : secret;
   }
@@ -75,7 +91,7 @@ function specFor(server: McpServerConfig, policy: McpPolicy): SessionSpec {
     const refusal = policy.commandRefusal(server.command, server.args);
     if (refusal) throw McpTransportError.refusedCommand(refusal);
   }
-  const headers = server.transport === 'stdio' ? {} : resolvedHeaders(server);
+  const headers = server.transport === 'stdio' ? {} : resolvedHeaders(server, policy);
   const digest = createHash('sha256')
     .update(JSON.stringify([server.transport, server.url, server.command, server.args, headers]))
     .digest('hex')
@@ -135,7 +151,7 @@ export class McpSession {
     this.#policy = policy;
     // Every call on the session listens to it: many at once are the point, not a leak.
     setMaxListeners(0, this.#broken.signal);
-    this.client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    this.client.setRequestHandler(ElicitRequestAsSent, async (request) => {
       // MCP does not say which call a server's request belongs to: with one call on the session it is
       // that call's; with several, nobody can tell, and the server is answered cancel.
       const [asker, ...others] = this.#askers;

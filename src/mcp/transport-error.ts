@@ -10,6 +10,8 @@ export const McpFault = {
   RpcError: 'MCP_RPC_ERROR',
   UnsupportedContentType: 'MCP_UNSUPPORTED_CONTENT_TYPE',
   MissingCredential: 'MCP_MISSING_CREDENTIAL',
+  /** A header references a variable not on RUNLEDGER_MCP_HEADER_ENV: it is not read, nothing is sent. */
+  HeaderEnvNotAllowed: 'MCP_HEADER_ENV_NOT_ALLOWED',
   DeadlineExhausted: 'MCP_DEADLINE_EXHAUSTED',
   /** The server was alive but answered nothing, not even a ping, while a call waited. */
   ServerUnresponsive: 'MCP_SERVER_UNRESPONSIVE',
@@ -123,6 +125,11 @@ export class McpTransportError extends Error {
       McpFault.MissingCredential,
       `no credential for header ${header}: the environment variable ${variable} is not set`,
     );
+  }
+
+  /** A header references a variable the operator does not let headers read; `reason` names both. */
+  static headerEnvNotAllowed(reason: string): McpTransportError {
+    return new McpTransportError(McpFault.HeaderEnvNotAllowed, clipRemoteText(reason));
   }
 
   static exhaustedDeadline(timeoutMs: number): McpTransportError {

@@ -8,7 +8,7 @@ import { can } from '../domain/permissions.ts';
 import { type IngestResult, ingestSpans } from '../ledger/ingest-spans.ts';
 import type { RunEvents } from '../ledger/run-events.ts';
 import type { Logger } from '../log.ts';
-import { decodeJson, decodeProtobuf, MalformedExportError, messages } from './decode.ts';
+import { decodeJson, decodeProtobuf, ExportTooLargeError, MalformedExportError, messages } from './decode.ts';
 import { mapSpans } from './mapping.ts';
 
 /**
@@ -207,10 +207,13 @@ async function handle(
     if (error instanceof MalformedExportError) {
       throw new Refusal(400, RpcCode.InvalidArgument, error.code, error.message);
     }
+    // Counted while the body is scanned, before decoding builds anything: a request of
+    // millions of tiny spans or values is refused for the cost of reading it once.
+    if (error instanceof ExportTooLargeError) {
+      throw new Refusal(413, RpcCode.ResourceExhausted, error.code, `${error.message}; send smaller batches`);
+    }
     throw error;
   }
-  if (received.length > OtlpLimits.maxSpans)
-    throw tooLarge(`the request holds over ${OtlpLimits.maxSpans} spans`);
   const result = await ingestSpans({ db: database.db, actor, events }, mapSpans(received));
   return exportResponse(result, encoding);
 }

@@ -81,18 +81,47 @@ const durationMs = (span: ReceivedSpan) =>
   Number((span.endUnixNano - span.startUnixNano + 500_000n) / 1_000_000n);
 
 /** The spans of a request by id, and their children, to read MCP facts recorded one level down. */
+/** What no evidence says: the neutral start of `worseEnding`. */
+const COMPLETED_ENDING: RunEnding = { status: 'completed', reason: 'completed' };
+
 class RequestSpans {
   readonly #children = new Map<string, ReceivedSpan[]>();
-  readonly #cancellations: ReceivedSpan[] = [];
+  /** `notifications/cancelled` spans by the span they hang under, and by the JSON-RPC request id they name. */
+  readonly #cancelledUnder = new Set<string>();
+  readonly #cancelledByRequest = new Map<string, ReceivedSpan[]>();
+  /** The `invoke_agent` spans of each trace. */
+  readonly #agents = new Map<string, ReceivedSpan[]>();
+  readonly #agentsEnding = new Map<string, RunEnding>();
 
+  // Indexed once, so that every lookup below costs what it finds: a request of 10,000 spans of one trace
+  // must not cost 10,000 × 10,000 comparisons.
   constructor(spans: readonly ReceivedSpan[]) {
+    const add = (map: Map<string, ReceivedSpan[]>, key: string, span: ReceivedSpan) => {
+      const list = map.get(key);
+      if (list) list.push(span);
+      else map.set(key, [span]);
+    };
     for (const span of spans) {
-      if (span.parentSpanId !== null) {
-        const key = `${span.traceId}/${span.parentSpanId}`;
-        this.#children.set(key, [...(this.#children.get(key) ?? []), span]);
-      }
-      if (text(span.attributes, Attr.mcpMethod) === CANCELLED_NOTIFICATION) this.#cancellations.push(span);
+      if (span.parentSpanId !== null) add(this.#children, `${span.traceId}/${span.parentSpanId}`, span);
+      if (text(span.attributes, Attr.operation) === 'invoke_agent') add(this.#agents, span.traceId, span);
+      if (text(span.attributes, Attr.mcpMethod) !== CANCELLED_NOTIFICATION) continue;
+      if (span.parentSpanId !== null) this.#cancelledUnder.add(`${span.traceId}/${span.parentSpanId}`);
+      const requestId = text(span.attributes, Attr.jsonRpcRequestId);
+      if (requestId !== null) add(this.#cancelledByRequest, `${span.traceId}/${requestId}`, span);
     }
+  }
+
+  /** The worst ending the `invoke_agent` spans of a trace say, worked out once per trace. */
+  agentsEnding(traceId: string): RunEnding {
+    let ending = this.#agentsEnding.get(traceId);
+    if (!ending) {
+      ending = (this.#agents.get(traceId) ?? []).reduce<RunEnding>(
+        (worst, agent) => worseEnding(worst, runEndingFromEvidence(endingEvidence(agent))),
+        COMPLETED_ENDING,
+      );
+      this.#agentsEnding.set(traceId, ending);
+    }
+    return ending;
   }
 
   children(span: ReceivedSpan): ReceivedSpan[] {
@@ -118,17 +147,16 @@ class RequestSpans {
           e.name === CANCELLED_NOTIFICATION || text(e.attributes, Attr.mcpMethod) === CANCELLED_NOTIFICATION,
       );
     if (calls.some(eventSays)) return true;
-    return this.#cancellations.some((notice) =>
-      calls.some((call) => {
-        if (notice.traceId !== call.traceId) return false;
-        if (notice.parentSpanId === call.spanId) return true;
-        const requestId = text(call.attributes, Attr.jsonRpcRequestId);
-        if (requestId === null || text(notice.attributes, Attr.jsonRpcRequestId) !== requestId) return false;
-        const session = text(call.attributes, Attr.mcpSession);
+    return calls.some((call) => {
+      if (this.#cancelledUnder.has(`${call.traceId}/${call.spanId}`)) return true;
+      const requestId = text(call.attributes, Attr.jsonRpcRequestId);
+      if (requestId === null) return false;
+      const session = text(call.attributes, Attr.mcpSession);
+      return (this.#cancelledByRequest.get(`${call.traceId}/${requestId}`) ?? []).some((notice) => {
         const noticeSession = text(notice.attributes, Attr.mcpSession);
         return session === null || noticeSession === null || session === noticeSession;
-      }),
-    );
+      });
+    });
   }
 }
 
@@ -205,13 +233,8 @@ function endingEvidence(span: ReceivedSpan) {
  * `invoke_agent` span of the same trace in this request ended worse (a root
  * that is an HTTP or job span around the agent).
  */
-function rootEnding(root: ReceivedSpan, all: readonly ReceivedSpan[]): RunEnding {
-  return all
-    .filter((s) => s.traceId === root.traceId && text(s.attributes, Attr.operation) === 'invoke_agent')
-    .reduce(
-      (ending, agent) => worseEnding(ending, runEndingFromEvidence(endingEvidence(agent))),
-      runEndingFromEvidence(endingEvidence(root)),
-    );
+function rootEnding(root: ReceivedSpan, spans: RequestSpans): RunEnding {
+  return worseEnding(runEndingFromEvidence(endingEvidence(root)), spans.agentsEnding(root.traceId));
 }
 
 /** Every span of a request as the ledger takes it: a step, a run's end, or neither. */
@@ -243,7 +266,7 @@ export function mapSpans(received: readonly ReceivedSpan[]): IngestedSpan[] {
           : operation !== null && MODEL_OPERATIONS.has(operation)
             ? modelStep(span)
             : null;
-      return { ...base, step, ending: span.parentSpanId === null ? rootEnding(span, received) : null };
+      return { ...base, step, ending: span.parentSpanId === null ? rootEnding(span, spans) : null };
     } catch (error) {
       return { ...base, refusal: refusalOf(error) };
     }

@@ -49,7 +49,7 @@ function stop(service: Running | undefined): void {
 async function twoInstances(url: string, db: TestDatabase['handle']['db']) {
   const env = {
     DATABASE_URL: url,
-    RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1',
+    RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*',
   };
   const [a, b] = await Promise.all([startService(env), startService(env)]);
   const key = (await createApiKey(db, 'alice', PERMISSIONS)).key;

@@ -338,7 +338,7 @@ describe('the service as it runs, on SIGTERM', () => {
     const running = await startService(
       {
         PGLITE_DATA_DIR: 'memory://',
-        RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1',
+        RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*',
         RUNLEDGER_MCP_STDIO_COMMANDS: STDIO_TAP.join(' '),
         // A slow start on a busy machine is no failure of what this test is about.
       },

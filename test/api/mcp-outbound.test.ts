@@ -58,23 +58,27 @@ describe('the outbound policy', () => {
       allowedHosts: ['*', '169.254.0.0/16', '0.0.0.0/0', '::/0', 'metadata.google.internal'],
     });
     for (const address of ['169.254.169.254', '::ffff:a9fe:a9fe', 'fe80::1', '0.0.0.0', '::', '224.0.0.1'])
-      expect(policy.hostRefusal(address, [address])).not.toBeNull();
-    expect(policy.hostRefusal('metadata.google.internal', null)).toMatch(/metadata/);
+      expect(policy.hostRefusal(address, 80, [address])).not.toBeNull();
+    expect(policy.hostRefusal('metadata.google.internal', 80, null)).toMatch(/metadata/);
     // A name that resolves to such an address is refused the same.
-    expect(policy.hostRefusal('mcp.example.com', ['93.184.216.34', '169.254.169.254'])).toMatch(
+    expect(policy.hostRefusal('mcp.example.com', 443, ['93.184.216.34', '169.254.169.254'])).toMatch(
       /link-local|metadata/,
     );
     // And an address range entry does open loopback and private ranges.
-    expect(policy.hostRefusal('127.0.0.1', ['127.0.0.1'])).toBeNull();
-    expect(policy.hostRefusal('10.1.2.3', ['10.1.2.3'])).toBeNull();
+    expect(policy.hostRefusal('127.0.0.1', 80, ['127.0.0.1'])).toBeNull();
+    expect(policy.hostRefusal('10.1.2.3', 443, ['10.1.2.3'])).toBeNull();
   });
 
-  it('by default allows public hosts only', () => {
+  it('by default allows public hosts only, on ports 80 and 443', () => {
     const policy = new McpPolicy(DEFAULT_MCP_SETTINGS);
-    expect(policy.hostRefusal('mcp.example.com', ['93.184.216.34'])).toBeNull();
-    expect(policy.hostRefusal('mcp.example.com', ['93.184.216.34', '10.0.0.1'])).toMatch(/private/);
+    expect(policy.hostRefusal('mcp.example.com', 443, ['93.184.216.34'])).toBeNull();
+    expect(policy.hostRefusal('mcp.example.com', 80, ['93.184.216.34'])).toBeNull();
+    expect(policy.hostRefusal('mcp.example.com', 8443, ['93.184.216.34'])).toBe(
+      'port 8443 of mcp.example.com is not on RUNLEDGER_MCP_ALLOWED_HOSTS',
+    );
+    expect(policy.hostRefusal('mcp.example.com', 443, ['93.184.216.34', '10.0.0.1'])).toMatch(/private/);
     for (const address of ['127.0.0.1', '10.0.0.1', '172.16.0.1', '192.168.1.1', 'fd00::1', '::1'])
-      expect(policy.hostRefusal(address, [address])).not.toBeNull();
+      expect(policy.hostRefusal(address, 443, [address])).not.toBeNull();
   });
 
   it('when listing names, refuses other names and leaves internal ranges closed', () => {
@@ -82,10 +86,10 @@ describe('the outbound policy', () => {
       ...DEFAULT_MCP_SETTINGS,
       allowedHosts: ['mcp.example.com', '*.corp.example'],
     });
-    expect(policy.hostRefusal('mcp.example.com', ['93.184.216.34'])).toBeNull();
-    expect(policy.hostRefusal('a.corp.example', ['93.184.216.34'])).toBeNull();
-    expect(policy.hostRefusal('other.example.com', ['93.184.216.34'])).toMatch(/not on/);
-    expect(policy.hostRefusal('mcp.example.com', ['10.0.0.1'])).toMatch(/private/);
+    expect(policy.hostRefusal('mcp.example.com', 443, ['93.184.216.34'])).toBeNull();
+    expect(policy.hostRefusal('a.corp.example', 443, ['93.184.216.34'])).toBeNull();
+    expect(policy.hostRefusal('other.example.com', 443, ['93.184.216.34'])).toMatch(/not on/);
+    expect(policy.hostRefusal('mcp.example.com', 443, ['10.0.0.1'])).toMatch(/private/);
   });
 
   it('reads its settings from the environment, and refuses entries it cannot read', () => {
@@ -95,11 +99,13 @@ describe('the outbound policy', () => {
         RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1, 10.0.0.0/8',
         RUNLEDGER_MCP_STDIO_COMMANDS: 'npx -y @modelcontextprotocol/server-filesystem, node',
         RUNLEDGER_MCP_STDIO_ENV: 'GITHUB_TOKEN',
+        RUNLEDGER_MCP_HEADER_ENV: 'GITHUB_TOKEN, LINEAR_API_KEY',
       }),
     ).toEqual({
       allowedHosts: ['127.0.0.1', '10.0.0.0/8'],
       stdioCommands: [['npx', '-y', '@modelcontextprotocol/server-filesystem'], ['node']],
       stdioEnv: ['GITHUB_TOKEN'],
+      headerEnv: ['GITHUB_TOKEN', 'LINEAR_API_KEY'],
     });
     expect(() => new McpPolicy({ ...DEFAULT_MCP_SETTINGS, allowedHosts: ['10.0.0.0/99'] })).toThrow(
       /RUNLEDGER_MCP_ALLOWED_HOSTS/,
@@ -107,6 +113,126 @@ describe('the outbound policy', () => {
     expect(() => new McpPolicy({ ...DEFAULT_MCP_SETTINGS, stdioEnv: ['NOT A NAME'] })).toThrow(
       /RUNLEDGER_MCP_STDIO_ENV/,
     );
+    expect(() => new McpPolicy({ ...DEFAULT_MCP_SETTINGS, headerEnv: ['NOT A NAME'] })).toThrow(
+      /RUNLEDGER_MCP_HEADER_ENV/,
+    );
+  });
+
+  describe('ports on the allow-list', () => {
+    const policyOf = (...allowedHosts: string[]) => new McpPolicy({ ...DEFAULT_MCP_SETTINGS, allowedHosts });
+    const PORT_REFUSED = (port: number, host: string) =>
+      `port ${port} of ${host} is not on RUNLEDGER_MCP_ALLOWED_HOSTS`;
+
+    it('an entry without a port allows 80 and 443 only: not the database, not the service itself', () => {
+      const policy = policyOf('127.0.0.1', '10.0.0.5', 'mcp.example.com');
+      for (const port of [80, 443]) {
+        expect(policy.hostRefusal('127.0.0.1', port, ['127.0.0.1'])).toBeNull();
+        expect(policy.hostRefusal('10.0.0.5', port, ['10.0.0.5'])).toBeNull();
+        expect(policy.hostRefusal('mcp.example.com', port, ['93.184.216.34'])).toBeNull();
+      }
+      expect(policy.hostRefusal('127.0.0.1', 5432, ['127.0.0.1'])).toBe(PORT_REFUSED(5432, '127.0.0.1'));
+      expect(policy.hostRefusal('127.0.0.1', 4000, ['127.0.0.1'])).toBe(PORT_REFUSED(4000, '127.0.0.1'));
+      expect(policy.hostRefusal('10.0.0.5', 6379, ['10.0.0.5'])).toBe(PORT_REFUSED(6379, '10.0.0.5'));
+      expect(policy.hostRefusal('mcp.example.com', 8443, ['93.184.216.34'])).toBe(
+        PORT_REFUSED(8443, 'mcp.example.com'),
+      );
+    });
+
+    it('host:port allows that port only; host:* every port', () => {
+      const policy = policyOf('10.0.0.5:8080', 'mcp.example.com:*', '*.corp.example:8443');
+      expect(policy.hostRefusal('10.0.0.5', 8080, ['10.0.0.5'])).toBeNull();
+      for (const port of [80, 443, 5432, 8081])
+        expect(policy.hostRefusal('10.0.0.5', port, ['10.0.0.5'])).toBe(PORT_REFUSED(port, '10.0.0.5'));
+      for (const port of [80, 443, 8443, 65_535])
+        expect(policy.hostRefusal('mcp.example.com', port, ['93.184.216.34'])).toBeNull();
+      expect(policy.hostRefusal('a.corp.example', 8443, ['93.184.216.34'])).toBeNull();
+      expect(policy.hostRefusal('a.corp.example', 443, ['93.184.216.34'])).toBe(
+        PORT_REFUSED(443, 'a.corp.example'),
+      );
+      // A name entry's port does not open a private address: an address entry must allow the port too.
+      expect(policy.hostRefusal('mcp.example.com', 8080, ['10.0.0.5'])).toBeNull();
+      expect(policy.hostRefusal('mcp.example.com', 5432, ['10.0.0.5'])).toBe(
+        PORT_REFUSED(5432, 'mcp.example.com'),
+      );
+      expect(policy.hostRefusal('mcp.example.com', 8080, ['10.9.9.9'])).toMatch(/private address not on/);
+    });
+
+    it('*:* allows every port of public hosts, and still opens no internal address', () => {
+      const policy = policyOf('*:*');
+      expect(policy.hostRefusal('mcp.example.com', 8443, ['93.184.216.34'])).toBeNull();
+      expect(policy.hostRefusal('127.0.0.1', 8443, ['127.0.0.1'])).toMatch(/loopback address not on/);
+      expect(policy.hostRefusal('169.254.169.254', 80, ['169.254.169.254'])).toMatch(/metadata/);
+    });
+
+    it('a range carries a port after its prefix; IPv6 with a port in brackets', () => {
+      const policy = policyOf(
+        '10.0.0.0/8:443',
+        '[::1]:3000',
+        '[fd00::/8]:8443',
+        'fe80::/10',
+        '::ffff:7f00:2',
+      );
+      expect(policy.hostRefusal('10.1.2.3', 443, ['10.1.2.3'])).toBeNull();
+      expect(policy.hostRefusal('10.1.2.3', 22, ['10.1.2.3'])).toBe(PORT_REFUSED(22, '10.1.2.3'));
+      expect(policy.hostRefusal('[::1]', 3000, ['::1'])).toBeNull();
+      expect(policy.hostRefusal('::1', 3001, ['::1'])).toBe(PORT_REFUSED(3001, '::1'));
+      expect(policy.hostRefusal('fd00::5', 8443, ['fd00::5'])).toBeNull();
+      expect(policy.hostRefusal('fd00::5', 443, ['fd00::5'])).toBe(PORT_REFUSED(443, 'fd00::5'));
+      // Unbracketed IPv6 is an address as a whole (no port); link-local stays refused whatever is listed.
+      expect(policy.hostRefusal('fe80::1', 443, ['fe80::1'])).toMatch(/link-local/);
+      expect(policy.hostRefusal('127.0.0.2', 80, ['127.0.0.2'])).toBeNull();
+      expect(policy.hostRefusal('127.0.0.2', 8080, ['127.0.0.2'])).toBe(PORT_REFUSED(8080, '127.0.0.2'));
+    });
+
+    it('`::1:3000` is an IPv6 address, not ::1 on port 3000', () => {
+      const policy = policyOf('::1:3000');
+      expect(policy.hostRefusal('::1', 3000, ['::1'])).toMatch(/loopback address not on/);
+    });
+
+    it('a name resolved to several addresses needs the port allowed at every one', () => {
+      const policy = policyOf('127.0.0.1:3000', '[::1]:4000');
+      expect(policy.hostRefusal('localhost', 3000, ['127.0.0.1'])).toBeNull();
+      expect(policy.hostRefusal('localhost', 3000, ['127.0.0.1', '::1'])).toMatch(/port 3000 of localhost/);
+    });
+
+    it('reads case, trailing dots and spaces as the same entry', () => {
+      const policy = policyOf(' MCP.Example.COM.:8443 ');
+      expect(policy.hostRefusal('mcp.example.com', 8443, ['93.184.216.34'])).toBeNull();
+      expect(
+        mcpSettingsFromEnv({ RUNLEDGER_MCP_ALLOWED_HOSTS: '[::1]:3000, 10.0.0.0/8:443,*:*' }).allowedHosts,
+      ).toEqual(['[::1]:3000', '10.0.0.0/8:443', '*:*']);
+    });
+
+    it.each([
+      'mcp.example.com:0',
+      'mcp.example.com:65536',
+      'mcp.example.com:',
+      'mcp.example.com:08',
+      'mcp.example.com:http',
+      ':443',
+      '*:',
+      '[::1',
+      '[::1]3000',
+      '[::1]:',
+      '[10.0.0.1]:80',
+      '[mcp.example.com]:443',
+      'fd00::/8:443',
+      '10.0.0.0/8/9:443',
+      '10.0.0.0/33:443',
+      'a:b:c',
+    ])('refuses the entry %s at start, naming the setting and the syntax', (entry) => {
+      expect(() => policyOf(entry)).toThrow(
+        new RegExp(
+          `^RUNLEDGER_MCP_ALLOWED_HOSTS: cannot read the entry "${entry.replace(/[[\]*/]/g, '\\$&')}": .*host:port`,
+        ),
+      );
+    });
+
+    it('checks a literal at resolution with its port, as registration and the socket do', async () => {
+      const policy = policyOf('127.0.0.1:3000');
+      expect((await policy.resolveHost('127.0.0.1', 3000)).refusal).toBeNull();
+      expect((await policy.resolveHost('127.0.0.1', 5432)).refusal).toBe(PORT_REFUSED(5432, '127.0.0.1'));
+    });
   });
 
   it('allows a stdio program only with the leading arguments of its entry', () => {
@@ -181,12 +307,15 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
     beforeAll(async () => {
       identifier = unique('visible');
       expect(
-        await register({
-          identifier,
-          transport: 'STREAMABLE_HTTP',
-          url: `${http.url}?tenant=acme`,
-          headers: [{ name: 'Authorization', value: 'Bearer env:RUNLEDGER_TEST_VISIBLE_TOKEN' }],
-        }),
+        await register(
+          {
+            identifier,
+            transport: 'STREAMABLE_HTTP',
+            url: `${http.url}?tenant=acme`,
+            headers: [{ name: 'Authorization', value: 'Bearer env:RUNLEDGER_TEST_VISIBLE_TOKEN' }],
+          },
+          serverWith({ ...TEST_MCP_SETTINGS, headerEnv: ['RUNLEDGER_TEST_VISIBLE_TOKEN'] }),
+        ),
       ).toEqual(REGISTERED);
     });
 
@@ -289,6 +418,64 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
         });
         expect(await storedRow(identifier)).toBeUndefined();
       }
+    });
+  });
+
+  describe('an allowed host on a port the allow-list does not name', () => {
+    /** A second server on the same host, another port: what an allowed host's every port would expose. */
+    let other: HttpToolServer;
+    const portOf = (url: string) => new URL(url).port;
+    /** Loopback on the first tool server's port only. */
+    const onePort = () =>
+      serverWith({
+        ...TEST_MCP_SETTINGS,
+        allowedHosts: [`127.0.0.1:${portOf(http.url)}`, `[::1]:${portOf(http.url)}`],
+      });
+
+    beforeAll(async () => {
+      other = await startHttpToolServer();
+    });
+    afterAll(async () => {
+      await other?.close();
+    });
+
+    it('is refused at registration, nothing written; the allowed port on the same host works', async () => {
+      const only = onePort();
+      // An entry without a port, as operators wrote them before ports existed: 80 and 443 only.
+      const bare = serverWith({ ...TEST_MCP_SETTINGS, allowedHosts: ['127.0.0.1', '::1'] });
+      for (const [url, server] of [
+        [other.url, only],
+        [other.url.replace('127.0.0.1', 'localhost'), only],
+        [other.url, bare],
+      ] as const) {
+        const identifier = unique('other-port');
+        expect(await register({ identifier, transport: 'STREAMABLE_HTTP', url }, server)).toEqual({
+          __typename: 'InvalidInputError',
+          code: 'MCP_REFUSED_HOST',
+          field: 'url',
+        });
+        expect(await storedRow(identifier)).toBeUndefined();
+      }
+      const allowed = unique('one-port');
+      expect(
+        await register({ identifier: allowed, transport: 'STREAMABLE_HTTP', url: http.url }, only),
+      ).toEqual(REGISTERED);
+      expect((await call(allowed, 'echo', { text: 'hi' }, only))?.data?.steps[0]?.outcome).toBe('OK');
+    });
+
+    it('is refused at call time, as a failed step, and nothing reaches it', async () => {
+      const identifier = unique('later-port');
+      // Registered where loopback's every port is allowed; called where one port is.
+      expect(await register({ identifier, transport: 'STREAMABLE_HTTP', url: other.url })).toEqual(
+        REGISTERED,
+      );
+      const before = other.authorizations.length;
+      const refused = await call(identifier, 'echo', { text: 'hi' }, onePort());
+      expect(refused?.data?.steps[0]?.outcome).toBe('FAILED');
+      expect(refused?.data?.steps[0]?.payload.content).toBe(
+        `refused host: port ${portOf(other.url)} of 127.0.0.1 is not on RUNLEDGER_MCP_ALLOWED_HOSTS`,
+      );
+      expect(other.authorizations.length).toBe(before);
     });
   });
 
@@ -409,18 +596,22 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
       const variable = `RUNLEDGER_TEST_TOKEN_${randomBytes(4).toString('hex')}`;
       const secret = `s3cret-${randomBytes(8).toString('hex')}`;
       const identifier = unique('with-token');
+      const listing = serverWith({ ...TEST_MCP_SETTINGS, headerEnv: [variable] });
       expect(
-        await register({
-          identifier,
-          transport: 'STREAMABLE_HTTP',
-          url: http.url,
-          headers: [{ name: 'Authorization', value: `Bearer env:${variable}` }],
-        }),
+        await register(
+          {
+            identifier,
+            transport: 'STREAMABLE_HTTP',
+            url: http.url,
+            headers: [{ name: 'Authorization', value: `Bearer env:${variable}` }],
+          },
+          listing,
+        ),
       ).toEqual(REGISTERED);
 
       // Not set: a failed step naming the variable, and nothing sent.
       const before = http.authorizations.length;
-      const missing = await call(identifier, 'echo', { text: 'x' });
+      const missing = await call(identifier, 'echo', { text: 'x' }, listing);
       expect(missing?.data?.steps[0]?.outcome).toBe('FAILED');
       expect(missing?.data?.steps[0]?.payload.content).toBe(
         `no credential for header Authorization: the environment variable ${variable} is not set`,
@@ -429,7 +620,7 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
 
       process.env[variable] = secret;
       try {
-        expect((await call(identifier, 'echo', { text: 'x' }))?.data?.steps[0]?.outcome).toBe('OK');
+        expect((await call(identifier, 'echo', { text: 'x' }, listing))?.data?.steps[0]?.outcome).toBe('OK');
         expect(http.authorizations.slice(before)).toContain(`Bearer ${secret}`);
       } finally {
         delete process.env[variable];
@@ -455,7 +646,7 @@ describe.each(backendNames)('MCP server secrets and outbound calls (%s)', (backe
         {
           signal: new AbortController().signal,
           timeoutMs: 5_000,
-          policy: new McpPolicy(TEST_MCP_SETTINGS),
+          policy: new McpPolicy({ ...TEST_MCP_SETTINGS, headerEnv: ['RUNLEDGER_TEST_NEVER_SET'] }),
         },
       );
       expect([outcome.result.outcome, outcome.fault]).toEqual(['failed', 'MCP_MISSING_CREDENTIAL']);

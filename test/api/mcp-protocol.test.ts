@@ -333,7 +333,7 @@ describe.each(backendNames)('a call on the wire when runledger stops (%s)', (bac
     service = await startKeyedService(
       backend,
       { agent: PERMISSIONS },
-      { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1' },
+      { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*' },
     );
     const { body } = await post(service.running.url, service.keys.agent, REGISTER, {
       input: { identifier: 'tools', transport: 'STREAMABLE_HTTP', url: http.url },

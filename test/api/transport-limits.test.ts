@@ -1,4 +1,3 @@
-import { Agent, request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
 import { RequestLimits } from '../../src/domain/limits.ts';
@@ -290,34 +289,46 @@ describe.each(backendNames)('transport limits over HTTP, against the real server
     }
   });
 
-  it('refuses connections over the maximum while /health answers on an open one', async () => {
+  it('over the maximum, a new connection takes the place of the oldest half-open one; when all are answering it is refused', async () => {
     const busy = await listen(api.server, { maxConnections: 3 });
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const health = () =>
-      new Promise<number>((resolve, reject) => {
-        httpRequest(`${busy.base}/health`, { agent }, (response) => {
-          response.resume();
-          response.on('end', () => resolve(Number(response.statusCode)));
-        })
-          .on('error', reject)
-          .end();
-      });
     const held: RawConnection[] = [];
     try {
-      expect(await health()).toBe(200); // the agent keeps this connection open: one of three
-      held.push(await RawConnection.open(busy.port), await RawConnection.open(busy.port));
+      // A client's idle keep-alive connection, then two that never finish their headers: a newcomer takes
+      // the place of the oldest half-open one, not of the older idle one.
+      const keptAlive = await RawConnection.open(busy.port);
+      await keptAlive.write('GET /health HTTP/1.1\r\nHost: runledger.test\r\n\r\n');
+      await keptAlive.waitAnswer(2_000);
+      held.push(keptAlive);
+      for (let i = 0; i < 2; i++) held.push(await RawConnection.open(busy.port));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const newcomer = await RawConnection.open(busy.port);
+      await newcomer.write('GET /health HTTP/1.1\r\nHost: runledger.test\r\nConnection: close\r\n\r\n');
+      await newcomer.waitAnswer(2_000);
+      expect(newcomer.answers().map((answer) => answer.status)).toEqual([200]);
+      expect(await held[1]?.waitClosed(2_000)).toBe(true);
+      expect(keptAlive.closedAt).toBeUndefined();
+      expect(held[2]?.closedAt).toBeUndefined();
+      for (const connection of held) connection.destroy();
+      held.length = 0;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      // Three connections being answered (their bodies still on the way) are never cut for a newcomer.
+      for (let i = 0; i < 3; i++) {
+        const answering = await RawConnection.open(busy.port);
+        await answering.write(head('Content-Length: 100'));
+        held.push(answering);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
       const refused = await RawConnection.open(busy.port);
       await refused.write('GET /health HTTP/1.1\r\nHost: runledger.test\r\n\r\n');
       expect(await refused.waitClosed(2_000)).toBe(true);
       expect(refused.received).toBe('');
-      expect(await health()).toBe(200);
+      for (const connection of held) expect(connection.closedAt).toBeUndefined();
       for (const connection of held) connection.destroy();
       await Promise.all(held.map((connection) => connection.closed));
       await new Promise((resolve) => setTimeout(resolve, 50));
       await healthy(busy);
     } finally {
       for (const connection of held) connection.destroy();
-      agent.destroy();
       await busy.close();
     }
   });
@@ -486,7 +497,7 @@ describe('the entry point applies the transport settings', () => {
     if (running?.child.exitCode === null) running.child.kill('SIGKILL');
   });
 
-  it('cuts off a silent connection after HTTP_HEADERS_TIMEOUT_MS and refuses connections over HTTP_MAX_CONNECTIONS', async () => {
+  it('cuts off a silent connection after HTTP_HEADERS_TIMEOUT_MS, and over HTTP_MAX_CONNECTIONS lets a newcomer take its place', async () => {
     running = await startService({
       PGLITE_DATA_DIR: 'memory://',
       HTTP_HEADERS_TIMEOUT_MS: '1000',
@@ -494,14 +505,19 @@ describe('the entry point applies the transport settings', () => {
     });
     const port = Number(new URL(running.url).port);
     const silent = await RawConnection.open(port);
-    const refused = await RawConnection.open(port);
-    expect(await refused.waitClosed(2_000)).toBe(true);
-    expect(refused.received).toBe('');
     expect(await silent.waitClosed(3_000)).toBe(true);
     expect(Number(silent.closedAt) - silent.openedAt).toBeLessThan(2_500);
     expect(silent.answers().map((answer) => [answer.status, ...codesIn(answer.body)])).toEqual([
       [408, 'REQUEST_TIMEOUT'],
     ]);
+    const halfOpen = await RawConnection.open(port);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const newcomer = await RawConnection.open(port);
+    await newcomer.write('GET /health HTTP/1.1\r\nHost: runledger.test\r\nConnection: close\r\n\r\n');
+    await newcomer.waitAnswer(2_000);
+    expect(newcomer.answers().map((answer) => answer.status)).toEqual([200]);
+    expect(await halfOpen.waitClosed(2_000)).toBe(true);
+    expect(halfOpen.received).toBe('');
   }, 90_000);
 
   it('does not start with a limit that is no limit', async () => {

@@ -131,13 +131,17 @@ describe('late spans', () => {
 });
 
 describe('the run a group of spans goes to', () => {
-  it('is a UUID decided by sender, kind and key, and by nothing else', () => {
-    const a = spanRunUuid('alice', 'trace', '0af7651916cd43dd8448eb211c80319c');
+  it('is a UUID decided by the secret, sender, kind and key, and by nothing else', () => {
+    const secret = 'k'.repeat(43);
+    const trace = '0af7651916cd43dd8448eb211c80319c';
+    const a = spanRunUuid(secret, 'alice', 'trace', trace);
     expect(isUuid(a)).toBe(true);
     expect(a[14]).toBe('8');
     expect(['8', '9', 'a', 'b']).toContain(a[19]);
-    expect(spanRunUuid('alice', 'trace', '0af7651916cd43dd8448eb211c80319c')).toBe(a);
-    expect(spanRunUuid('bob', 'trace', '0af7651916cd43dd8448eb211c80319c')).not.toBe(a);
-    expect(spanRunUuid('alice', 'conversation', '0af7651916cd43dd8448eb211c80319c')).not.toBe(a);
+    expect(spanRunUuid(secret, 'alice', 'trace', trace)).toBe(a);
+    expect(spanRunUuid(secret, 'bob', 'trace', trace)).not.toBe(a);
+    expect(spanRunUuid(secret, 'alice', 'conversation', trace)).not.toBe(a);
+    // Without the service's secret the id cannot be computed from what travels (owner name, trace id).
+    expect(spanRunUuid('x'.repeat(43), 'alice', 'trace', trace)).not.toBe(a);
   });
 });

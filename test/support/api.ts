@@ -27,11 +27,15 @@ export const STDIO_TOOL_SERVER = [
   'test/support/mcp-stdio-tool-server.ts',
 ];
 
-/** What the tests' own MCP servers need: loopback, and the stdio tool server. */
+/**
+ * What the tests' own MCP servers need: loopback on every port (they listen on
+ * ports the system picks), the stdio tool server, no variable for a header.
+ */
 export const TEST_MCP_SETTINGS: McpSettings = {
-  allowedHosts: ['127.0.0.1', '::1'],
+  allowedHosts: ['127.0.0.1:*', '[::1]:*'],
   stdioCommands: [STDIO_TOOL_SERVER],
   stdioEnv: [],
+  headerEnv: [],
 };
 
 import { type BackendName, type OpenTestOptions, openTestDatabase, type TestDatabase } from './databases.ts';

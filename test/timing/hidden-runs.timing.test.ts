@@ -48,7 +48,7 @@ describe.each(backendNames)(
           alice: ['read_own_runs', 'record'],
           mallory: ['read_own_runs', 'record', 'cancel_own_runs'],
         },
-        { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1' },
+        { RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*' },
       );
       const { url } = service.running;
       const { admin, alice } = service.keys;

@@ -105,7 +105,7 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     tools = await startHttpToolServer();
     service = await startService({
       DATABASE_URL: database.url ?? '',
-      RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1',
+      RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*',
     });
     graphqlUrl = service.url;
     base = new URL(service.url).origin;

@@ -137,7 +137,7 @@ export const TimelineAfterQuery = graphql(`
 `);
 
 export const RunEventsSubscription = graphql(`
-  subscription ViewerRunEvents($uuid: String!, $afterSequence: Int) {
+  subscription ViewerRunEvents($uuid: String!, $afterSequence: Int, $payloads: Boolean! = false) {
     runEvents(uuid: $uuid, afterSequence: $afterSequence) {
       run {
         ...ViewerRunHeader
@@ -152,7 +152,7 @@ export const RunEventsSubscription = graphql(`
         server
         progress
         total
-        message
+        message @include(if: $payloads)
       }
     }
   }

@@ -1,6 +1,6 @@
 import type { RequestOfRun } from '../../db/human-requests.ts';
 import type { StepMetaRow } from '../../db/steps.ts';
-import { ForbiddenError } from '../../domain/errors.ts';
+import { KeyNotActiveError } from '../../domain/errors.ts';
 import {
   APPROVAL_DECISIONS,
   HumanRequestLimits,
@@ -13,7 +13,6 @@ import {
   RequestNotOpenError,
   type RequestSource,
 } from '../../domain/human-request.ts';
-import { can } from '../../domain/permissions.ts';
 import type { JsonValue } from '../../domain/tool-result.ts';
 import {
   awaitDecision,
@@ -26,8 +25,7 @@ import {
   requestInput,
   stateOf,
 } from '../../ledger/human-requests.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
+import { builder, privateField } from '../builder.ts';
 import { enumValues } from './enums.ts';
 import { ErrorInterface, RUN_END_ERRORS, STEP_ERRORS } from './errors.ts';
 import { RunRef } from './run-ref.ts';
@@ -51,13 +49,8 @@ const ApprovalDecisionEnum = builder.enumType('ApprovalDecision', {
   values: enumValues(Object.keys(APPROVAL_DECISIONS) as Array<keyof typeof APPROVAL_DECISIONS>),
 });
 
-/** What was asked is private: readable with read_payloads, or by whoever may decide it. */
-function mayReadAsked(context: Context): boolean {
-  return can(context.actor, 'read_payloads') || can(context.actor, 'approve_runs');
-}
-function requireAsked(context: Context): void {
-  if (!mayReadAsked(context)) throw new ForbiddenError('read_payloads');
-}
+/** What was asked and answered is private: readable with read_payloads, or by whoever may decide it. */
+const asked = (description: string) => privateField(description, 'read_payloads', 'approve_runs');
 
 export const HumanRequestRef = builder.objectRef<RequestOfRun>('HumanRequest').implement({
   description:
@@ -80,28 +73,16 @@ export const HumanRequestRef = builder.objectRef<RequestOfRun>('HumanRequest').i
     server: t.string({ nullable: true, resolve: ({ request }) => request.server }),
     arguments: t.field({
       type: 'JSON',
-      nullable: true,
-      description: "Private: the proposed call's arguments. Needs read_payloads or approve_runs.",
-      resolve: ({ request }, _args, context) => {
-        requireAsked(context);
-        return request.arguments as JsonValue;
-      },
+      ...asked("The proposed call's arguments."),
+      resolve: ({ request }) => request.arguments as JsonValue,
     }),
     reason: t.string({
-      nullable: true,
-      description: 'Private: why the agent asks. Needs read_payloads or approve_runs.',
-      resolve: ({ request }, _args, context) => {
-        requireAsked(context);
-        return request.reason;
-      },
+      ...asked('Why the agent asks.'),
+      resolve: ({ request }) => request.reason,
     }),
     prompt: t.string({
-      nullable: true,
-      description: 'Private: what an input request asks. Needs read_payloads or approve_runs.',
-      resolve: ({ request }, _args, context) => {
-        requireAsked(context);
-        return request.prompt;
-      },
+      ...asked('What an input request asks.'),
+      resolve: ({ request }) => request.prompt,
     }),
     schema: t.field({
       type: 'JSON',
@@ -112,21 +93,13 @@ export const HumanRequestRef = builder.objectRef<RequestOfRun>('HumanRequest').i
     decidedBy: t.string({ nullable: true, resolve: ({ request }) => request.decidedBy }),
     decidedAt: t.field({ type: 'DateTime', nullable: true, resolve: ({ request }) => request.decidedAt }),
     comment: t.string({
-      nullable: true,
-      description: "Private: the decider's comment. Needs read_payloads or approve_runs.",
-      resolve: ({ request }, _args, context) => {
-        requireAsked(context);
-        return request.comment;
-      },
+      ...asked("The decider's comment."),
+      resolve: ({ request }) => request.comment,
     }),
     values: t.field({
       type: 'JSON',
-      nullable: true,
-      description: 'Private: the answer of an ANSWERED input request. Needs read_payloads or approve_runs.',
-      resolve: ({ request }, _args, context) => {
-        requireAsked(context);
-        return request.answer as JsonValue;
-      },
+      ...asked('The answer of an ANSWERED input request.'),
+      resolve: ({ request }) => request.answer as JsonValue,
     }),
   }),
 });
@@ -307,8 +280,19 @@ builder.queryFields((t) => ({
       request: t.arg.string({ required: true }),
       timeoutMs: t.arg.int({ required: true }),
     },
-    // A client that goes away stops the wait.
-    resolve: (_root, args, context) => awaitDecision(context, args, context.request?.signal),
+    // A slot of the actor's (TOO_MANY_WAITS); a client that goes away, a revoked key or a shutdown stops the wait.
+    resolve: (_root, args, context) =>
+      context.events.holdWait(context.actor, async (slot) => {
+        const access = context.keys.hold(context.keyHash);
+        try {
+          const signals = [slot, access.signal, ...(context.request ? [context.request.signal] : [])];
+          const answer = await awaitDecision(context, args, AbortSignal.any(signals));
+          if (access.signal.aborted) throw new KeyNotActiveError();
+          return answer;
+        } finally {
+          access.release();
+        }
+      }),
   }),
 }));
 

@@ -1,6 +1,6 @@
-import { can } from '../../domain/permissions.ts';
-import type { ProgressEvent, RunEvent } from '../../ledger/run-events.ts';
-import { builder } from '../builder.ts';
+import type { ProgressEvent, RunEvent, RunEventStream } from '../../ledger/run-events.ts';
+import { builder, privateField } from '../builder.ts';
+import { unauthenticated } from '../context.ts';
 import { createLoaders } from '../loaders.ts';
 import { RunRef } from './run-ref.ts';
 import { RunStepRef } from './run-step.ts';
@@ -25,10 +25,11 @@ const ToolCallProgressRef = builder.objectRef<ProgressEvent>('ToolCallProgress')
       resolve: (e) => e.progress.total,
     }),
     message: t.string({
-      nullable: true,
-      description:
-        "The server's words, one line of at most 200 characters: private, as a payload is (null without read_payloads). The step keeps the last one in its payload (payload.progressMessage).",
-      resolve: (e, _args, context) => (can(context.actor, 'read_payloads') ? e.progress.message : null),
+      ...privateField(
+        "The server's words, one line of at most 200 characters; the step keeps the last one in its payload (payload.progressMessage).",
+        'read_payloads',
+      ),
+      resolve: (e) => e.progress.message,
     }),
   }),
 });
@@ -72,17 +73,43 @@ builder.subscriptionFields((t) => ({
       }),
     },
     subscribe: async (_root, args, context) => {
-      const stream = await context.events.watch(context, args);
+      // A revoked key's stream ends within a second, on every instance (KeyWatch).
+      const access = context.keys.hold(context.keyHash);
+      let stream: RunEventStream;
+      try {
+        stream = await context.events.watch(context, args, access.signal);
+      } catch (error) {
+        access.release();
+        throw error;
+      }
+      const ended = () => {
+        access.release();
+        // A GraphQL error as it is: an error from a stream's source would otherwise be masked.
+        if (access.signal.aborted) throw unauthenticated('the API key was revoked');
+      };
       return {
         [Symbol.asyncIterator]: () => ({
           next: async () => {
-            const result = await stream.next();
+            const result = await stream.next().catch((error: unknown) => {
+              ended();
+              throw error;
+            });
+            if (result.done || access.signal.aborted) {
+              ended();
+              return { done: true, value: undefined };
+            }
             // Each event is read afresh: loaders cache for a request, and this request lasts as long as the run.
             context.loaders = createLoaders(context);
             return result;
           },
-          return: () => stream.return(),
-          throw: (error: unknown) => stream.throw(error),
+          return: async () => {
+            access.release();
+            return stream.return();
+          },
+          throw: (error: unknown) => {
+            access.release();
+            return stream.throw(error);
+          },
         }),
       };
     },

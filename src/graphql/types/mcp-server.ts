@@ -1,7 +1,6 @@
 import type { McpServerRow } from '../../db/mcp-servers.ts';
 import { Limits } from '../../domain/limits.ts';
 import type { McpHeader } from '../../domain/mcp-server.ts';
-import { requirePermission } from '../../domain/permissions.ts';
 import { callTool } from '../../ledger/call-tool.ts';
 import {
   findServers,
@@ -10,8 +9,7 @@ import {
   removeServer,
   updateServer,
 } from '../../ledger/mcp-servers.ts';
-import { builder } from '../builder.ts';
-import type { Context } from '../context.ts';
+import { builder, privateField } from '../builder.ts';
 import { nodeTypename } from '../ids.ts';
 import { SERVER_ERRORS } from './errors.ts';
 import { OutcomeCountsRef } from './outcome-counts.ts';
@@ -30,13 +28,8 @@ const McpHeaderRef = builder.objectRef<McpHeader>('McpHeader').implement({
   }),
 });
 
-/** A server's configuration (where secrets live) is for those who manage servers: null and FORBIDDEN for others. */
-function configuration<T>(context: Context, value: T): T {
-  requirePermission(context.actor, 'manage_servers');
-  return value;
-}
-
-const CONFIGURATION = 'Needs manage_servers: null with a FORBIDDEN error otherwise.';
+/** A server's configuration (where secrets live) is for those who manage servers. */
+const configuration = (description: string) => privateField(description, 'manage_servers');
 
 const McpServerRef = builder.objectRef<McpServerRow>(nodeTypename('McpServer'));
 
@@ -54,25 +47,21 @@ builder.node(McpServerRef, {
       resolve: (server) => server.transport as 'streamable-http' | 'stdio',
     }),
     url: t.string({
-      nullable: true,
-      description: `For STREAMABLE_HTTP: the endpoint. ${CONFIGURATION}`,
-      resolve: (server, _args, context) => configuration(context, server.url),
+      ...configuration('For STREAMABLE_HTTP: the endpoint.'),
+      resolve: (server) => server.url,
     }),
     command: t.string({
-      nullable: true,
-      description: `For STDIO: the program. ${CONFIGURATION}`,
-      resolve: (server, _args, context) => configuration(context, server.command),
+      ...configuration('For STDIO: the program.'),
+      resolve: (server) => server.command,
     }),
     args: t.stringList({
-      nullable: true,
-      description: `For STDIO: its arguments. ${CONFIGURATION}`,
-      resolve: (server, _args, context) => configuration(context, server.args),
+      ...configuration('For STDIO: its arguments.'),
+      resolve: (server) => server.args,
     }),
     headers: t.field({
       type: [McpHeaderRef],
-      nullable: true,
-      description: `For STREAMABLE_HTTP: the headers sent, as references. ${CONFIGURATION}`,
-      resolve: (server, _args, context) => configuration(context, server.headers),
+      ...configuration('For STREAMABLE_HTTP: the headers sent, as references.'),
+      resolve: (server) => server.headers,
     }),
     lastContactAt: t.expose('lastContactAt', {
       type: 'DateTime',
@@ -99,13 +88,16 @@ const McpServerInput = builder.inputType('McpServerInput', {
   fields: (t) => ({
     identifier: t.string({ required: true }),
     transport: t.field({ type: McpTransportEnum, required: true }),
-    url: t.string({ description: 'For STREAMABLE_HTTP: the endpoint, http or https.' }),
+    url: t.string({
+      description:
+        'For STREAMABLE_HTTP: the endpoint, http or https. Its host and port must be on RUNLEDGER_MCP_ALLOWED_HOSTS (an entry without a port allows 80 and 443), else MCP_REFUSED_HOST.',
+    }),
     command: t.string({ description: 'For STDIO: the program to start.' }),
     args: t.stringList({ description: 'For STDIO: its arguments.' }),
     headers: t.field({
       type: [McpHeaderInput],
       description:
-        'For STREAMABLE_HTTP: headers to send. Each value is env:NAME or an auth scheme and env:NAME (Bearer env:GITHUB_TOKEN), read from the service environment at each call; a literal value is refused (MCP_LITERAL_CREDENTIAL).',
+        'For STREAMABLE_HTTP: headers to send. Each value is env:NAME or an auth scheme and env:NAME (Bearer env:GITHUB_TOKEN), read from the service environment at each call; a literal value is refused (MCP_LITERAL_CREDENTIAL), and so is a NAME the operator did not list in RUNLEDGER_MCP_HEADER_ENV (MCP_HEADER_ENV_NOT_ALLOWED).',
     }),
   }),
 });

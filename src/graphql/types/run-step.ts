@@ -1,11 +1,10 @@
 import type { StepMetaRow } from '../../db/steps.ts';
 import { outcomeLabel } from '../../domain/labels.ts';
-import { requirePermission } from '../../domain/permissions.ts';
 import { RunStep } from '../../domain/run-step.ts';
 import { statedOutcome } from '../../domain/stated-outcome.ts';
 import type { StepKind } from '../../domain/step-kind.ts';
 import { WRITE_KINDS, type WriteTarget } from '../../domain/tool-result.ts';
-import { builder } from '../builder.ts';
+import { builder, privateField } from '../builder.ts';
 import { nodeTypename } from '../ids.ts';
 import { enumValues, LocaleEnum, StepKindEnum, ToolOutcomeEnum } from './enums.ts';
 import { RunRef } from './run-ref.ts';
@@ -82,14 +81,10 @@ builder.node(RunStepRef, {
     }),
     payload: t.field({
       type: 'JSON',
-      nullable: true,
-      description:
-        'Private: prompts, messages, tool arguments, tool output, artifacts. Needs the read_payloads permission (FORBIDDEN without it).',
+      ...privateField('Prompts, messages, tool arguments, tool output, artifacts.', 'read_payloads'),
       // Read from the database only here: lists and nodes load steps without their payloads.
-      resolve: async (step, _args, context) => {
-        requirePermission(context.actor, 'read_payloads');
-        return step.payload ?? (await context.loaders.stepPayload.load(step.id));
-      },
+      resolve: async (step, _args, context) =>
+        step.payload ?? (await context.loaders.stepPayload.load(step.id)),
     }),
     run: t.field({
       type: RunRef,

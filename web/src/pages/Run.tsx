@@ -101,10 +101,12 @@ export function RunPage() {
   // Live while the run runs: each event updates the header; a new step brings its timeline line.
   const open = data?.run ? !TERMINAL.has(data.run.status) : false;
   const lastSequence = data?.run?.timelinePage.edges.at(-1)?.node.sequence;
+  // A progress message is private: asked only with a key that may read it, else it is an error.
+  const payloads = viewer.permissions.includes('READ_PAYLOADS');
   useEffect(() => {
     if (!open) return;
     const subscription = client
-      .subscription(RunEventsSubscription, { uuid, afterSequence: lastSequence ?? null })
+      .subscription(RunEventsSubscription, { uuid, afterSequence: lastSequence ?? null, payloads })
       .subscribe((result) => {
         const event = result.data?.runEvents;
         if (!event) return;
@@ -122,7 +124,7 @@ export function RunPage() {
       subscription.unsubscribe();
       setLive(false);
     };
-  }, [client, uuid, open, lastSequence, pull]);
+  }, [client, uuid, open, lastSequence, payloads, pull]);
 
   const [cancelState, cancel] = useMutation(CancelRunMutation);
   const [cancelRefusal, setCancelRefusal] = useState<string | null>(null);
