@@ -8,7 +8,9 @@ import { isToolOutcome, ToolOutcome } from './tool-outcome.ts';
  * What a span says about how it ended, and the rules that turn it into an
  * outcome. OpenTelemetry has no status for a cancellation: a cancelled call
  * arrives as ERROR or as UNSET/OK, so the outcome is decided by evidence, in a
- * fixed order (SPEC 9).
+ * fixed order. The evidence is what the instrumentation libraries really send:
+ * `error.type`, `exception` events (type and message), an MCP
+ * `notifications/cancelled`, an MCP result that says `isError`.
  */
 export interface SpanEvidence {
   /** `runledger.tool.outcome`, as sent (any value: an unknown one is refused). */
@@ -19,21 +21,51 @@ export interface SpanEvidence {
   status: 'unset' | 'ok' | 'error';
   /** An MCP `notifications/cancelled` was sent for this call. */
   cancelNotified: boolean;
+  /** The span's `exception` events: `exception.type` and `exception.message`. */
+  exceptions?: readonly SpanException[];
+  /** The tool's result says it failed (an MCP result with `isError: true`). */
+  resultIsError?: boolean;
+}
+
+export interface SpanException {
+  type: string | null;
+  message: string | null;
 }
 
 /** The attribute a sender states the outcome with, ahead of every other piece of evidence. */
 export const STATED_OUTCOME_ATTRIBUTE = 'runledger.tool.outcome';
 
+/** A timeout, whatever else the name says ("aborted due to timeout"): a failure, never a cancel. */
+const TIMEOUT = /time[ _-]?d?[ _-]?out|deadline/i;
+
 /**
- * An `error.type` that names a cancellation or an abort rather than a fault:
- * `cancelled`, `canceled`, `AbortError`, `CancelledError`, `OperationCanceledException`,
- * `context.Canceled`, `RequestAborted`, `tool_cancelled`, ... Matched on the
- * words "cancel" and "abort" (any case, either spelling), so the names every
- * language gives them are recognised, and a name that merely contains another
- * word (`timeout`, `tool_error`) is not.
+ * An `error.type` or `exception.type` that names a cancellation or an abort
+ * rather than a fault: `cancelled`, `canceled`, `AbortError`, `ABORT_ERR`,
+ * `CancelledError`, `OperationCanceledException`, `context.Canceled`,
+ * `RequestAborted`, `tool_cancelled`, … (the words "cancel" and "abort", any
+ * case, either spelling), and `20`, the code of a DOMException ABORT_ERR as
+ * some libraries record it. A timeout is not one (`TimeoutError`).
  */
 export function isCancellationErrorType(errorType: string): boolean {
-  return /cancel|abort/i.test(errorType);
+  const type = errorType.trim();
+  if (TIMEOUT.test(type)) return false;
+  return /cancel|abort/i.test(type) || type === '20';
+}
+
+/**
+ * An exception that is a cancellation: its type says so, or its message does
+ * where the type is generic — the MCP SDK reports its own abort as code
+ * -32001 "MCP error -32001: AbortError: This operation was aborted", and the
+ * same code "Request timed out" for a timeout, which is a failure.
+ */
+export function isCancellationException(exception: SpanException): boolean {
+  const type = exception.type?.trim() ?? '';
+  const message = exception.message ?? '';
+  if (TIMEOUT.test(type) || TIMEOUT.test(message)) return false;
+  if (type !== '' && isCancellationErrorType(type)) return true;
+  return /\bAbortError\b|\boperation was aborted\b|\b(?:was|been) (?:cancell?ed|aborted)\b|\bCancelledError\b/i.test(
+    message,
+  );
 }
 
 /** A stated outcome that is not one of the three: VALUE_INVALID on the attribute. */
@@ -48,9 +80,11 @@ function unknownStatedOutcome(value: string): InvalidInputError {
 /**
  * The outcome of a tool span, by evidence in this order:
  * 1. `runledger.tool.outcome` when set (ok, failed or cancelled; anything else is refused);
- * 2. a cancellation: an `error.type` naming a cancellation or abort, or an MCP
- *    `notifications/cancelled` for the call: `cancelled`;
- * 3. status ERROR, or any other `error.type` (`tool_error`, `timeout`, ...): `failed`;
+ * 2. a cancellation: an `error.type` or an `exception` event naming a
+ *    cancellation or abort (not a timeout), or an MCP `notifications/cancelled`
+ *    for the call: `cancelled`;
+ * 3. status ERROR, any other `error.type` (`tool_error`, `timeout`, ...), an
+ *    `exception` event, or a result with `isError: true`: `failed`;
  * 4. otherwise `ok`.
  */
 export function toolOutcomeFromEvidence(evidence: SpanEvidence): ToolOutcome {
@@ -59,12 +93,52 @@ export function toolOutcomeFromEvidence(evidence: SpanEvidence): ToolOutcome {
     return evidence.statedOutcome;
   }
   const errorType = evidence.errorType?.trim() || null;
-  if ((errorType !== null && isCancellationErrorType(errorType)) || evidence.cancelNotified) {
-    return ToolOutcome.Cancelled;
+  const exceptions = evidence.exceptions ?? [];
+  const timedOut = exceptions.some((e) => TIMEOUT.test(e.type ?? '') || TIMEOUT.test(e.message ?? ''));
+  const cancelled =
+    (errorType !== null && isCancellationErrorType(errorType)) ||
+    exceptions.some(isCancellationException) ||
+    evidence.cancelNotified;
+  if (cancelled && !timedOut) return ToolOutcome.Cancelled;
+  if (evidence.status === 'error' || errorType !== null || exceptions.length > 0 || evidence.resultIsError) {
+    return ToolOutcome.Failed;
   }
-  if (evidence.status === 'error' || errorType !== null) return ToolOutcome.Failed;
   return ToolOutcome.Ok;
 }
+
+/**
+ * The public code of a failed call from what the span named (`error.type`,
+ * else the first exception's type), as a failure code: upper-case words
+ * joined by `_` (`TypeError` → `TYPE_ERROR`, `tool_error` → `TOOL_ERROR`, the
+ * MCP SDK's `-32603` → `MCP_ERROR_32603`); `TOOL_ERROR` for a result that says
+ * `isError` and names nothing; null when the span named nothing.
+ */
+export function failureCodeFromEvidence(evidence: SpanEvidence): string | null {
+  const named = evidence.errorType?.trim() || evidence.exceptions?.find((e) => e.type?.trim())?.type?.trim();
+  if (named) {
+    if (/^-?\d+$/.test(named)) return `MCP_ERROR_${named.replace('-', '')}`.slice(0, 64);
+    const words = named
+      .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+      .replace(/([A-Z]+)([A-Z][a-z])/g, '$1_$2')
+      .replace(/[^A-Za-z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .toUpperCase();
+    if (words !== '') return (/^[A-Z]/.test(words) ? words : `E_${words}`).slice(0, 64);
+  }
+  return evidence.resultIsError ? 'TOOL_ERROR' : null;
+}
+
+/** Why a call failed or was cut off, as the span told it (private: it is the library's or server's text). */
+export function failureReasonFromEvidence(
+  evidence: SpanEvidence,
+  statusMessage: string | null,
+): string | null {
+  const told = evidence.exceptions?.find((e) => e.message?.trim())?.message?.trim() ?? statusMessage?.trim();
+  return told ? told.slice(0, FAILURE_REASON_LENGTH) : null;
+}
+
+/** The longest reason kept of a span's error: enough for a message and the first lines of a trace. */
+export const FAILURE_REASON_LENGTH = 2_000;
 
 /** How a run ends, read off its root (or agent) span with the same evidence as a tool call. */
 export interface RunEnding {

@@ -36,6 +36,8 @@ export interface ReceivedSpan {
   attributes: Attributes;
   resource: Attributes;
   status: 'unset' | 'ok' | 'error';
+  /** The status's description, as sent (an error's message); null when empty. */
+  statusMessage: string | null;
   events: SpanEvent[];
   problem: string | null;
 }
@@ -464,6 +466,11 @@ function statusCode(value: unknown): ReceivedSpan['status'] {
   throw new MalformedExportError('a span status code must be 0, 1 or 2');
 }
 
+function statusMessage(value: unknown): string | null {
+  const message = object(value, 'a span status').message;
+  return typeof message === 'string' && message !== '' ? message : null;
+}
+
 function span(value: unknown, resource: Attributes): ReceivedSpan {
   const s = object(value, 'a span');
   const traceId = id(s.traceId);
@@ -492,6 +499,7 @@ function span(value: unknown, resource: Attributes): ReceivedSpan {
     attributes: attributes(s.attributes),
     resource,
     status: statusCode(s.status),
+    statusMessage: statusMessage(s.status),
     events: list(s.events, 'events').map((item) => {
       const event = object(item, 'an event');
       return {

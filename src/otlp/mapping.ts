@@ -1,62 +1,30 @@
 import {
+  failureCodeFromEvidence,
+  failureReasonFromEvidence,
   type RunEnding,
   runEndingFromEvidence,
   type SpanEvidence,
-  STATED_OUTCOME_ATTRIBUTE,
+  type SpanException,
   toolOutcomeFromEvidence,
   worseEnding,
 } from '../domain/span-evidence.ts';
+import { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import { type IngestedSpan, refusalOf, type SpanStep } from '../ledger/ingest-spans.ts';
-import type { Attributes, AttributeValue, ReceivedSpan } from './decode.ts';
+import { Attr, CANCELLED_NOTIFICATION, integer, type Reading, readSpan, text } from './conventions.ts';
+import type { AttributeValue, ReceivedSpan } from './decode.ts';
 
 /**
- * GenAI and MCP semantic conventions onto runs and steps (README: "Ingestion
- * from OpenTelemetry" has the table). Attribute names are OpenTelemetry's
- * (semantic conventions 1.45 / GenAI), plus the few `runledger.*` ones a sender
- * may add to say what the conventions cannot.
+ * An export request's spans onto runs and steps (docs/opentelemetry.md has the
+ * table). Each span is read by its convention (conventions.ts); here the
+ * request's structure decides the rest: an MCP `tools/call` span is folded
+ * into the tool span above it (one step per call), a model span inside
+ * another model span is the same call (its tokens counted once), the evidence
+ * of a call is gathered from its span and the spans folded into it, and a
+ * trace's root ends its run.
  */
-export const Attr = {
-  operation: 'gen_ai.operation.name',
-  conversationId: 'gen_ai.conversation.id',
-  agentName: 'gen_ai.agent.name',
-  toolName: 'gen_ai.tool.name',
-  toolArguments: 'gen_ai.tool.call.arguments',
-  toolResult: 'gen_ai.tool.call.result',
-  requestModel: 'gen_ai.request.model',
-  responseModel: 'gen_ai.response.model',
-  inputTokens: 'gen_ai.usage.input_tokens',
-  outputTokens: 'gen_ai.usage.output_tokens',
-  finishReasons: 'gen_ai.response.finish_reasons',
-  errorType: 'error.type',
-  serverAddress: 'server.address',
-  mcpMethod: 'mcp.method.name',
-  mcpSession: 'mcp.session.id',
-  mcpServerName: 'mcp.server.name',
-  jsonRpcRequestId: 'jsonrpc.request.id',
-  serviceName: 'service.name',
-  statedOutcome: STATED_OUTCOME_ATTRIBUTE,
-  configuration: 'runledger.configuration',
-  server: 'runledger.server',
-  round: 'runledger.round',
-} as const;
 
-/** Operations that are a model call: an `llm` step. */
-const MODEL_OPERATIONS = new Set(['chat', 'text_completion', 'generate_content']);
-const CANCELLED_NOTIFICATION = 'notifications/cancelled';
-
-function text(attributes: Attributes, name: string): string | null {
-  const value = attributes.get(name);
-  if (typeof value === 'string') return value.length > 0 ? value : null;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
-  return null;
-}
-
-function integer(attributes: Attributes, name: string): number | null {
-  const value = attributes.get(name);
-  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
-  return typeof n === 'number' && Number.isSafeInteger(n) ? n : null;
-}
+export { Attr };
 
 function asJson(value: AttributeValue | undefined): JsonValue | null {
   if (value === undefined) return null;
@@ -76,42 +44,160 @@ function asText(value: AttributeValue | undefined): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
+/** A result that says it failed: an MCP `CallToolResult` with `isError: true` (as the libraries record it, maybe wrapped once). */
+function resultIsError(value: AttributeValue | undefined): boolean {
+  const json = asJson(value);
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
+  if (json.isError === true || json.is_error === true) return true;
+  for (const wrapper of ['output', 'result', 'value']) {
+    const inner = json[wrapper];
+    if (typeof inner === 'object' && inner !== null && !Array.isArray(inner)) {
+      if (inner.isError === true || inner.is_error === true) return true;
+    } else if (typeof inner === 'string' && inner.includes('sError')) {
+      if (resultIsError(inner)) return true;
+    }
+  }
+  return false;
+}
+
 const nanosToDate = (nanos: bigint) => new Date(Number(nanos / 1_000_000n));
 const durationMs = (span: ReceivedSpan) =>
   Number((span.endUnixNano - span.startUnixNano + 500_000n) / 1_000_000n);
 
-/** The spans of a request by id, and their children, to read MCP facts recorded one level down. */
 /** What no evidence says: the neutral start of `worseEnding`. */
 const COMPLETED_ENDING: RunEnding = { status: 'completed', reason: 'completed' };
 
+/** How deep a span's ancestors are searched for the call it belongs to. */
+const MAX_ANCESTORS = 64;
+
+const keyOf = (traceId: string, spanId: string) => `${traceId}/${spanId}`;
+
+function exceptionsOf(span: ReceivedSpan): SpanException[] {
+  return span.events
+    .filter((event) => event.name === 'exception')
+    .map((event) => ({
+      type: text(event.attributes, 'exception.type'),
+      message: text(event.attributes, 'exception.message'),
+    }));
+}
+
+/**
+ * The spans of one request, read and indexed once, so that every lookup costs
+ * what it finds: a request of 10,000 spans of one trace must not cost
+ * 10,000 × 10,000 comparisons.
+ */
 class RequestSpans {
-  readonly #children = new Map<string, ReceivedSpan[]>();
+  readonly #readings = new Map<ReceivedSpan, Reading>();
+  readonly #byId = new Map<string, ReceivedSpan>();
+  /** Spans folded into the call or model span above them: not steps of their own. */
+  readonly #foldedInto = new Map<ReceivedSpan, ReceivedSpan>();
+  readonly #folded = new Map<ReceivedSpan, ReceivedSpan[]>();
   /** `notifications/cancelled` spans by the span they hang under, and by the JSON-RPC request id they name. */
   readonly #cancelledUnder = new Set<string>();
   readonly #cancelledByRequest = new Map<string, ReceivedSpan[]>();
-  /** The `invoke_agent` spans of each trace. */
+  /** The agent spans of each trace, and the worst ending they say. */
   readonly #agents = new Map<string, ReceivedSpan[]>();
   readonly #agentsEnding = new Map<string, RunEnding>();
 
-  // Indexed once, so that every lookup below costs what it finds: a request of 10,000 spans of one trace
-  // must not cost 10,000 × 10,000 comparisons.
   constructor(spans: readonly ReceivedSpan[]) {
-    const add = (map: Map<string, ReceivedSpan[]>, key: string, span: ReceivedSpan) => {
+    const add = <K>(map: Map<K, ReceivedSpan[]>, key: K, span: ReceivedSpan) => {
       const list = map.get(key);
       if (list) list.push(span);
       else map.set(key, [span]);
     };
     for (const span of spans) {
-      if (span.parentSpanId !== null) add(this.#children, `${span.traceId}/${span.parentSpanId}`, span);
-      if (text(span.attributes, Attr.operation) === 'invoke_agent') add(this.#agents, span.traceId, span);
-      if (text(span.attributes, Attr.mcpMethod) !== CANCELLED_NOTIFICATION) continue;
-      if (span.parentSpanId !== null) this.#cancelledUnder.add(`${span.traceId}/${span.parentSpanId}`);
-      const requestId = text(span.attributes, Attr.jsonRpcRequestId);
-      if (requestId !== null) add(this.#cancelledByRequest, `${span.traceId}/${requestId}`, span);
+      this.#readings.set(span, readSpan(span));
+      this.#byId.set(keyOf(span.traceId, span.spanId), span);
+    }
+    for (const span of spans) {
+      const reading = this.reading(span);
+      if (reading.role === 'agent') add(this.#agents, span.traceId, span);
+      if (reading.role === 'cancel_notice') {
+        if (span.parentSpanId !== null) this.#cancelledUnder.add(keyOf(span.traceId, span.parentSpanId));
+        const requestId = text(span.attributes, Attr.jsonRpcRequestId);
+        if (requestId !== null) add(this.#cancelledByRequest, keyOf(span.traceId, requestId), span);
+      }
+      const host = this.#hostOf(span, reading);
+      if (host) {
+        this.#foldedInto.set(span, host);
+        add(this.#folded, host, span);
+      }
     }
   }
 
-  /** The worst ending the `invoke_agent` spans of a trace say, worked out once per trace. */
+  reading(span: ReceivedSpan): Reading {
+    const reading = this.#readings.get(span);
+    if (!reading) throw new Error('a span read before it was indexed');
+    return reading;
+  }
+
+  /**
+   * The span this one is part of, if any: an MCP `tools/call` belongs to the
+   * nearest tool span above it; a tool span to a tool span above it that names
+   * the same tool or call id (two instrumentations of one call); a model span
+   * to a model span above it (a framework's span around the provider's).
+   */
+  #hostOf(span: ReceivedSpan, reading: Reading): ReceivedSpan | null {
+    if (reading.role !== 'tool' && reading.role !== 'mcp_call' && reading.role !== 'model') return null;
+    let parentId = span.parentSpanId;
+    for (let depth = 0; parentId !== null && depth < MAX_ANCESTORS; depth += 1) {
+      const parent = this.#byId.get(keyOf(span.traceId, parentId));
+      if (!parent) return null;
+      const above = this.reading(parent);
+      if (reading.role === 'model') {
+        if (above.role === 'model') return this.#hostOf(parent, above) ?? parent;
+        if (above.role === 'tool' || above.role === 'agent') return null;
+      } else if (above.role === 'tool' || above.role === 'mcp_call') {
+        const sameCall =
+          reading.role === 'mcp_call' ||
+          (reading.toolCallId !== null && reading.toolCallId === above.toolCallId) ||
+          (reading.toolName !== null && reading.toolName === above.toolName);
+        return sameCall ? (this.#hostOf(parent, above) ?? parent) : null;
+      } else if (above.role === 'agent' || above.role === 'model') {
+        return null;
+      }
+      parentId = parent.parentSpanId;
+    }
+    return null;
+  }
+
+  /** A span that is a step: a tool, MCP call or model span not folded into another. */
+  isStep(span: ReceivedSpan): boolean {
+    const role = this.reading(span).role;
+    return (role === 'tool' || role === 'mcp_call' || role === 'model') && !this.#foldedInto.has(span);
+  }
+
+  /** The span and those folded into it. */
+  callSpans(span: ReceivedSpan): ReceivedSpan[] {
+    return [span, ...(this.#folded.get(span) ?? [])];
+  }
+
+  /**
+   * An MCP `notifications/cancelled` for this call: an event of that name on
+   * the call's spans, a notification span under one of them, or one in this
+   * request naming a call span's JSON-RPC request id (in the same MCP session,
+   * when both say one).
+   */
+  cancelNotified(calls: readonly ReceivedSpan[]): boolean {
+    const eventSays = (s: ReceivedSpan) =>
+      s.events.some(
+        (e) =>
+          e.name === CANCELLED_NOTIFICATION || text(e.attributes, Attr.mcpMethod) === CANCELLED_NOTIFICATION,
+      );
+    if (calls.some(eventSays)) return true;
+    return calls.some((call) => {
+      if (this.#cancelledUnder.has(keyOf(call.traceId, call.spanId))) return true;
+      const requestId = text(call.attributes, Attr.jsonRpcRequestId);
+      if (requestId === null) return false;
+      const session = text(call.attributes, Attr.mcpSession);
+      return (this.#cancelledByRequest.get(keyOf(call.traceId, requestId)) ?? []).some((notice) => {
+        const noticeSession = text(notice.attributes, Attr.mcpSession);
+        return session === null || noticeSession === null || session === noticeSession;
+      });
+    });
+  }
+
+  /** The worst ending the agent spans of a trace say, worked out once per trace. */
   agentsEnding(traceId: string): RunEnding {
     let ending = this.#agentsEnding.get(traceId);
     if (!ending) {
@@ -123,89 +209,71 @@ class RequestSpans {
     }
     return ending;
   }
-
-  children(span: ReceivedSpan): ReceivedSpan[] {
-    return this.#children.get(`${span.traceId}/${span.spanId}`) ?? [];
-  }
-
-  /** The MCP `tools/call` client span under a tool span, where the MCP instrumentation puts server and request id. */
-  mcpCall(span: ReceivedSpan): ReceivedSpan | null {
-    return this.children(span).find((c) => text(c.attributes, Attr.mcpMethod) === 'tools/call') ?? null;
-  }
-
-  /**
-   * An MCP `notifications/cancelled` for this call: an event of that name on the
-   * span (or on its MCP call span), a notification span under either, or a
-   * notification span in this request naming the call's JSON-RPC request id
-   * (in the same MCP session, when both say one).
-   */
-  cancelNotified(span: ReceivedSpan): boolean {
-    const calls = [span, this.mcpCall(span)].filter((s): s is ReceivedSpan => s !== null);
-    const eventSays = (s: ReceivedSpan) =>
-      s.events.some(
-        (e) =>
-          e.name === CANCELLED_NOTIFICATION || text(e.attributes, Attr.mcpMethod) === CANCELLED_NOTIFICATION,
-      );
-    if (calls.some(eventSays)) return true;
-    return calls.some((call) => {
-      if (this.#cancelledUnder.has(`${call.traceId}/${call.spanId}`)) return true;
-      const requestId = text(call.attributes, Attr.jsonRpcRequestId);
-      if (requestId === null) return false;
-      const session = text(call.attributes, Attr.mcpSession);
-      return (this.#cancelledByRequest.get(`${call.traceId}/${requestId}`) ?? []).some((notice) => {
-        const noticeSession = text(notice.attributes, Attr.mcpSession);
-        return session === null || noticeSession === null || session === noticeSession;
-      });
-    });
-  }
 }
 
-function evidenceOf(span: ReceivedSpan, spans: RequestSpans): SpanEvidence {
-  const call = spans.mcpCall(span);
+/** The evidence of one call, from its span and every span folded into it. */
+function callEvidence(span: ReceivedSpan, spans: RequestSpans): SpanEvidence {
+  const calls = spans.callSpans(span);
   return {
     statedOutcome: text(span.attributes, Attr.statedOutcome),
-    // The MCP call span's error.type (tool_error for an isError answer) speaks for the tool span when that is silent.
-    errorType: text(span.attributes, Attr.errorType) ?? (call ? text(call.attributes, Attr.errorType) : null),
-    status: span.status === 'error' || call?.status === 'error' ? 'error' : span.status,
-    cancelNotified: spans.cancelNotified(span),
+    // A folded MCP call span's error.type (tool_error for an isError answer) speaks for the tool span when that is silent.
+    errorType: calls.map((s) => text(s.attributes, Attr.errorType)).find((t) => t !== null) ?? null,
+    status: calls.some((s) => s.status === 'error') ? 'error' : span.status,
+    cancelNotified: spans.cancelNotified(calls),
+    exceptions: calls.flatMap(exceptionsOf),
+    resultIsError: calls.some((s) => resultIsError(spans.reading(s).result)),
   };
 }
 
-function serverOf(span: ReceivedSpan, spans: RequestSpans): string | null {
-  const call = spans.mcpCall(span);
-  for (const source of [span, call]) {
-    if (!source) continue;
-    const named =
-      text(source.attributes, Attr.server) ??
-      text(source.attributes, Attr.mcpServerName) ??
-      text(source.attributes, Attr.serverAddress);
-    if (named) return named;
+function endingEvidence(span: ReceivedSpan) {
+  return {
+    errorType: text(span.attributes, Attr.errorType),
+    status: span.status,
+    cancelNotified: false,
+    exceptions: exceptionsOf(span),
+  };
+}
+
+/** The first of the call's spans that says this. */
+function firstOf<T>(
+  calls: readonly ReceivedSpan[],
+  spans: RequestSpans,
+  pick: (r: Reading) => T | null | undefined,
+) {
+  for (const call of calls) {
+    const value = pick(spans.reading(call));
+    if (value !== null && value !== undefined) return value;
   }
   return null;
 }
 
 function toolStep(span: ReceivedSpan, spans: RequestSpans): SpanStep {
-  const name = text(span.attributes, Attr.toolName) ?? span.name.replace(/^execute_tool\s+/, '');
+  const calls = spans.callSpans(span);
+  const evidence = callEvidence(span, spans);
+  const outcome = toolOutcomeFromEvidence(evidence);
+  const result = firstOf(calls, spans, (r) => r.result);
+  const reason = outcome === ToolOutcome.Ok ? null : failureReasonFromEvidence(evidence, span.statusMessage);
   return {
     type: 'tool',
     call: {
       round: integer(span.attributes, Attr.round) ?? 0,
       durationMs: durationMs(span),
       occurredAt: nanosToDate(span.endUnixNano),
-      toolName: name,
-      server: serverOf(span, spans),
-      arguments: asJson(span.attributes.get(Attr.toolArguments)),
+      toolName: firstOf(calls, spans, (r) => r.toolName) ?? span.name,
+      server: firstOf(calls, spans, (r) => r.server),
+      arguments: asJson(firstOf(calls, spans, (r) => r.arguments) ?? undefined),
     },
     result: {
-      content: asText(span.attributes.get(Attr.toolResult)),
-      outcome: toolOutcomeFromEvidence(evidenceOf(span, spans)),
+      // What the call answered; a call that answered nothing keeps why it failed or was cut off (private, as content is).
+      content: asText(result ?? undefined) || (reason ?? ''),
+      outcome,
+      failureCode: outcome === ToolOutcome.Failed ? failureCodeFromEvidence(evidence) : null,
     },
   };
 }
 
-function modelStep(span: ReceivedSpan): SpanStep {
-  const reasons = span.attributes.get(Attr.finishReasons);
-  const finishReason = Array.isArray(reasons) ? reasons.find((r) => typeof r === 'string') : reasons;
+function modelStep(span: ReceivedSpan, spans: RequestSpans): SpanStep {
+  const reading = spans.reading(span);
   return {
     type: 'plain',
     step: {
@@ -213,25 +281,21 @@ function modelStep(span: ReceivedSpan): SpanStep {
       round: integer(span.attributes, Attr.round) ?? 0,
       durationMs: durationMs(span),
       occurredAt: nanosToDate(span.endUnixNano),
-      payload: { operation: text(span.attributes, Attr.operation) },
+      payload: { operation: text(span.attributes, Attr.operation) ?? reading.convention },
       model: {
-        model: text(span.attributes, Attr.responseModel) ?? text(span.attributes, Attr.requestModel),
-        promptTokens: integer(span.attributes, Attr.inputTokens),
-        completionTokens: integer(span.attributes, Attr.outputTokens),
-        finishReason: typeof finishReason === 'string' && finishReason.length > 0 ? finishReason : null,
+        model: reading.model,
+        promptTokens: reading.inputTokens,
+        completionTokens: reading.outputTokens,
+        finishReason: reading.finishReason,
       },
     },
   };
 }
 
-function endingEvidence(span: ReceivedSpan) {
-  return { errorType: text(span.attributes, Attr.errorType), status: span.status, cancelNotified: false };
-}
-
 /**
- * How a root span ends its run: by its own evidence, or worse when an
- * `invoke_agent` span of the same trace in this request ended worse (a root
- * that is an HTTP or job span around the agent).
+ * How a root span ends its run: by its own evidence, or worse when an agent
+ * span of the same trace in this request ended worse (a root that is an HTTP
+ * or job span around the agent).
  */
 function rootEnding(root: ReceivedSpan, spans: RequestSpans): RunEnding {
   return worseEnding(runEndingFromEvidence(endingEvidence(root)), spans.agentsEnding(root.traceId));
@@ -241,15 +305,16 @@ function rootEnding(root: ReceivedSpan, spans: RequestSpans): RunEnding {
 export function mapSpans(received: readonly ReceivedSpan[]): IngestedSpan[] {
   const spans = new RequestSpans(received);
   return received.map((span): IngestedSpan => {
+    const reading = spans.reading(span);
     const base = {
       traceId: span.traceId,
       spanId: span.spanId,
       startUnixNano: span.startUnixNano,
       endedAt: nanosToDate(span.endUnixNano),
-      conversationId: text(span.attributes, Attr.conversationId),
+      conversationId: reading.conversationId,
       configuration: {
         stated: text(span.attributes, Attr.configuration) ?? text(span.resource, Attr.configuration),
-        agentName: text(span.attributes, Attr.agentName),
+        agentName: reading.agentName,
         serviceName: text(span.resource, Attr.serviceName),
       },
       step: null,
@@ -259,13 +324,11 @@ export function mapSpans(received: readonly ReceivedSpan[]): IngestedSpan[] {
     if (span.problem)
       return { ...base, refusal: { code: 'SPAN_INVALID', message: `SPAN_INVALID: ${span.problem}` } };
     try {
-      const operation = text(span.attributes, Attr.operation);
-      const step =
-        operation === 'execute_tool'
-          ? toolStep(span, spans)
-          : operation !== null && MODEL_OPERATIONS.has(operation)
-            ? modelStep(span)
-            : null;
+      const step = !spans.isStep(span)
+        ? null
+        : reading.role === 'model'
+          ? modelStep(span, spans)
+          : toolStep(span, spans);
       return { ...base, step, ending: span.parentSpanId === null ? rootEnding(span, spans) : null };
     } catch (error) {
       return { ...base, refusal: refusalOf(error) };

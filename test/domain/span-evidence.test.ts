@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { InvalidInputError, RunTerminalError } from '../../src/domain/errors.ts';
 import {
   checkRunAcceptsSpanStep,
+  FAILURE_REASON_LENGTH,
+  failureCodeFromEvidence,
+  failureReasonFromEvidence,
   isCancellationErrorType,
+  isCancellationException,
   runEndingFromEvidence,
   type SpanEvidence,
   spanRunUuid,
@@ -143,5 +147,65 @@ describe('the run a group of spans goes to', () => {
     expect(spanRunUuid(secret, 'alice', 'conversation', trace)).not.toBe(a);
     // Without the service's secret the id cannot be computed from what travels (owner name, trace id).
     expect(spanRunUuid('x'.repeat(43), 'alice', 'trace', trace)).not.toBe(a);
+  });
+});
+
+describe('the evidence the instrumentation libraries send', () => {
+  const thrown = (type: string | null, message: string | null = null) =>
+    outcome({ status: 'error', exceptions: [{ type, message }] });
+
+  it.each([
+    ['AbortError', null],
+    ['ABORT_ERR', null],
+    ['20', 'This operation was aborted'],
+    ['CancelledError', null],
+    ['-32001', 'MCP error -32001: AbortError: This operation was aborted'],
+    ['Error', 'The operation was aborted'],
+    [null, 'AbortError: This operation was aborted'],
+  ])('an exception %s / %s is a cancellation', (type, message) => {
+    expect(thrown(type, message)).toBe('cancelled');
+    expect(isCancellationException({ type, message })).toBe(true);
+  });
+
+  it.each([
+    ['-32001', 'MCP error -32001: Request timed out'],
+    ['TimeoutError', 'The operation was aborted due to timeout'],
+    ['AbortError', 'signal timed out'],
+    ['TypeError', 'path must be a string'],
+    ['Error', 'connection refused'],
+  ])('an exception %s / %s is a failure', (type, message) => {
+    expect(thrown(type, message)).toBe('failed');
+  });
+
+  it('a timeout named by error.type is a failure, even with "abort" beside it', () => {
+    expect(outcome({ errorType: 'TimeoutError' })).toBe('failed');
+    expect(isCancellationErrorType('AbortedByTimeout')).toBe(false);
+  });
+
+  it('an exception without an ERROR status is still a failure, and a result saying isError too', () => {
+    expect(outcome({ exceptions: [{ type: 'Error', message: 'boom' }] })).toBe('failed');
+    expect(outcome({ resultIsError: true })).toBe('failed');
+  });
+
+  it.each([
+    [{ errorType: 'tool_error' }, 'TOOL_ERROR'],
+    [{ errorType: 'TypeError' }, 'TYPE_ERROR'],
+    [{ errorType: 'AI_APICallError' }, 'AI_API_CALL_ERROR'],
+    [{ errorType: 'openai.APIError' }, 'OPENAI_API_ERROR'],
+    [{ errorType: '-32603' }, 'MCP_ERROR_32603'],
+    [{ exceptions: [{ type: 'ECONNREFUSED', message: 'x' }] }, 'ECONNREFUSED'],
+    [{ errorType: '500' }, 'MCP_ERROR_500'],
+    [{ resultIsError: true }, 'TOOL_ERROR'],
+    [{ status: 'error' as const }, null],
+  ])('the public code of %j is %s', (evidence, code) => {
+    expect(failureCodeFromEvidence({ ...silent, ...evidence })).toBe(code);
+  });
+
+  it('keeps the reason an exception or the status told, bounded', () => {
+    expect(
+      failureReasonFromEvidence({ ...silent, exceptions: [{ type: 'E', message: ' boom ' }] }, 'status says'),
+    ).toBe('boom');
+    expect(failureReasonFromEvidence(silent, 'x'.repeat(5_000))).toHaveLength(FAILURE_REASON_LENGTH);
+    expect(failureReasonFromEvidence(silent, null)).toBeNull();
   });
 });
