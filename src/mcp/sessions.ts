@@ -2,10 +2,7 @@ import { createHash } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import {
-  StreamableHTTPClientTransport,
-  StreamableHTTPError,
-} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod/v4';
@@ -18,7 +15,7 @@ import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-se
 import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';
 import { McpFault, McpTransportError } from './transport-error.ts';
-import { asTransportError } from './transport-error-mapping.ts';
+import { asTransportError, sessionRefusalStatus } from './transport-error-mapping.ts';
 
 /**
  * elicitation/create with its params as the server sent them. The SDK still
@@ -266,8 +263,10 @@ export class McpSession {
         onprogress: onProgress,
       })) as CallAnswer;
     } catch (error) {
-      if (this.#isSessionNotFound(error)) {
-        const expired = McpTransportError.sessionExpired();
+      // A cancelled call is not answered "send it again": its own signal decides what it was.
+      const refused = signal.aborted ? null : this.#sessionRefusal(error);
+      if (refused !== null) {
+        const expired = McpTransportError.sessionExpired(refused);
         this.#break(expired);
         throw expired;
       }
@@ -279,18 +278,15 @@ export class McpSession {
   }
 
   /**
-   * HTTP 404 to a request that carried the session's id: the server restarted
-   * or expired the session, and the client must start a new one (MCP's
-   * Streamable HTTP transport says so). The request was not processed.
+   * The status with which the server refused the session's id (404, or a 400
+   * that blames the session), null otherwise: it restarted or expired the
+   * session, and the client must start a new one (MCP's Streamable HTTP
+   * transport says so for 404). The request was not processed.
    */
-  #isSessionNotFound(error: unknown): boolean {
+  #sessionRefusal(error: unknown): number | null {
     const transport = this.#transport;
-    return (
-      error instanceof StreamableHTTPError &&
-      error.code === 404 &&
-      transport instanceof StreamableHTTPClientTransport &&
-      transport.sessionId !== undefined
-    );
+    const sentId = transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined;
+    return sentId ? sessionRefusalStatus(error) : null;
   }
 
   /** No new calls; closed once the calls on it now have ended. */

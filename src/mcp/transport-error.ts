@@ -20,7 +20,8 @@ export const McpFault = {
   ServiceStopping: ToolCancel.ServiceStopping,
   /**
    * The server no longer knows the session (HTTP 404 to a request that carried
-   * its id: restarted, or expired idle): the request was not processed.
+   * its id, or a 400 that blames the id: restarted, or expired idle): the
+   * request was not processed.
    */
   SessionExpired: 'MCP_SESSION_EXPIRED',
 } as const;
@@ -149,11 +150,11 @@ export class McpTransportError extends Error {
     );
   }
 
-  /** The server answered 404 to the session's id: it restarted or let the session expire. */
-  static sessionExpired(): McpTransportError {
+  /** The server refused the session's id (`status` 404, or 400): it restarted or let the session expire. */
+  static sessionExpired(status = 404): McpTransportError {
     return new McpTransportError(
       McpFault.SessionExpired,
-      'the server no longer knows the session (HTTP 404)',
+      `the server no longer knows the session (HTTP ${status})`,
     );
   }
 }

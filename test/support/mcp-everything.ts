@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
@@ -106,36 +107,60 @@ export const EVERYTHING_SERVER = 'node_modules/@modelcontextprotocol/server-ever
 
 export interface EverythingHttpServer {
   url: string;
-  pid: number;
+  /** The process now: another one after `restart`. */
+  readonly pid: number;
   /** What it printed: it notes each session it initialises and each DELETE it receives. */
   output: () => string;
   kill(signal?: NodeJS.Signals): void;
+  /** Kills the process and starts a new one on the same port: it knows none of the sessions it had. */
+  restart(): Promise<void>;
 }
 
-/** `@modelcontextprotocol/server-everything` over Streamable HTTP, as its own process on a free port. */
-export async function startEverythingHttp(): Promise<EverythingHttpServer> {
-  const port = await freePort();
+/** One server-everything process on `port`, once it listens; what it prints goes to `print`. */
+async function spawnEverythingHttp(port: number, print: (text: string) => void): Promise<ChildProcess> {
   const child = spawn(process.execPath, [EVERYTHING_SERVER, 'streamableHttp'], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
+  child.stdout?.on('data', (chunk: Buffer) => {
+    print(chunk.toString('utf8'));
   });
   await new Promise<void>((resolve, reject) => {
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
       output += chunk.toString('utf8');
+      print(chunk.toString('utf8'));
       if (output.includes('listening on port')) resolve();
     });
     child.once('exit', (code) => reject(new Error(`server-everything exited (${code}): ${output}`)));
   });
+  return child;
+}
+
+/** `@modelcontextprotocol/server-everything` over Streamable HTTP, as its own process on a free port. */
+export async function startEverythingHttp(): Promise<EverythingHttpServer> {
+  const port = await freePort();
+  let output = '';
+  const print = (text: string) => {
+    output += text;
+  };
+  let child = await spawnEverythingHttp(port, print);
   return {
     url: `http://127.0.0.1:${port}/mcp`,
-    pid: child.pid ?? 0,
+    get pid() {
+      return child.pid ?? 0;
+    },
     output: () => output,
     kill: (signal = 'SIGKILL') => {
       child.kill(signal);
+    },
+    restart: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = once(child, 'exit');
+        child.kill('SIGKILL');
+        await exited;
+      }
+      child = await spawnEverythingHttp(port, print);
     },
   };
 }
