@@ -4,7 +4,16 @@ import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { RequestLimits } from '../src/domain/limits.ts';
-import { benchKey, freshDatabase, quantile, rssMb, type Service, startService, table } from './support.ts';
+import {
+  benchKey,
+  freshDatabase,
+  quantile,
+  rssMb,
+  type Service,
+  startService,
+  table,
+  timed,
+} from './support.ts';
 
 /**
  * The service under attack, as `npm start` runs it (NODE_ENV=production, on
@@ -90,23 +99,6 @@ async function answerOf(response: Response): Promise<string> {
   return code ? `${response.status} ${code}` : String(response.status);
 }
 
-async function inParallel(
-  total: number,
-  concurrency: number,
-  task: (i: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next;
-        next += 1;
-        await task(i);
-      }
-    }),
-  );
-}
-
 const post = (url: string, body: string, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
 
@@ -142,7 +134,7 @@ const attacks: Attack[] = [
     run: async (service) => {
       const tally = new Tally();
       const comment = 'x'.repeat(15 * 1024 * 1024);
-      await inParallel(135, 4, async (i) => {
+      await timed(135, 4, async (i) => {
         tally.add(
           await answerOf(
             await post(service.url, JSON.stringify({ query: `# ${i} ${comment}\n{ __typename }` })),
@@ -157,7 +149,7 @@ const attacks: Attack[] = [
     run: async (service) => {
       const tally = new Tally();
       const comment = 'y'.repeat(RequestLimits.maxQueryBytes - 1_000);
-      await inParallel(2_000, 8, async (i) => {
+      await timed(2_000, 8, async (i) => {
         tally.add(
           await answerOf(await post(service.url, JSON.stringify({ query: `# ${i} ${comment}\n{ runs( }` }))),
         );
@@ -170,7 +162,7 @@ const attacks: Attack[] = [
     run: async (service, keys) => {
       const tally = new Tally();
       const comment = 'z'.repeat(RequestLimits.maxQueryBytes - 1_000);
-      await inParallel(2_000, 8, async (i) => {
+      await timed(2_000, 8, async (i) => {
         const body = JSON.stringify({ query: `# ${i} ${comment}\n{ __typename }` });
         tally.add(await answerOf(await post(service.url, body, { authorization: `Bearer ${keys.record}` })));
       });
@@ -314,7 +306,7 @@ const attacks: Attack[] = [
     name: '20,000 requests for missing assets with long names',
     run: async (service) => {
       const tally = new Tally();
-      await inParallel(20_000, 16, async (i) => {
+      await timed(20_000, 16, async (i) => {
         const response = await fetch(new URL(`/assets/missing-${i}-${'q'.repeat(1_000)}.js`, service.url));
         tally.add(String(response.status));
         await response.arrayBuffer();
