@@ -1,7 +1,9 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeApiKey } from '../../src/db/api-keys.ts';
 import { RequestLimits } from '../../src/domain/limits.ts';
 import { backendNames } from '../support/databases.ts';
+import { agentTrace, exportSpans } from '../support/otel.ts';
 import { type KeyedService, post, startKeyedService } from '../support/service.ts';
 import { SseReader, subscriptionRequest } from '../support/sse.ts';
 
@@ -23,7 +25,7 @@ const WAIT = `query ($r: String!, $q: String!, $t: Int!) {
 describe.each(backendNames.filter((backend) => backend === 'postgres'))(
   'a hostile client against the real process (%s)',
   (backend) => {
-    let service: KeyedService<'agent' | 'other'>;
+    let service: KeyedService<'agent' | 'other' | 'operator'>;
     let url = '';
 
     const codes = (body: { errors?: Array<{ extensions?: { code?: unknown } }> }) =>
@@ -35,7 +37,11 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
     beforeAll(async () => {
       service = await startKeyedService(
         backend,
-        { agent: ['record', 'read_own_runs', 'read_payloads'], other: ['record', 'read_own_runs'] },
+        {
+          agent: ['record', 'read_own_runs', 'read_payloads'],
+          other: ['record', 'read_own_runs'],
+          operator: ['manage_servers', 'read_all_runs'],
+        },
         { NODE_ENV: 'production' },
       );
       url = service.running.url;
@@ -128,6 +134,86 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
       }
       expect(ended).toEqual([]);
     }, 60_000);
+
+    it("refuses a server header that names one of the service's own variables, and writes nothing", async () => {
+      const register = `mutation ($input: McpServerInput!) { registerMcpServer(input: $input) {
+        __typename ... on Error { code } } }`;
+      const input = {
+        identifier: 'exfiltrate',
+        transport: 'STREAMABLE_HTTP',
+        url: 'https://collector.example.com/mcp',
+        headers: [{ name: 'X-Db', value: 'env:DATABASE_URL' }],
+      };
+      const refused = await post(url, service.keys.operator, register, { input });
+      expect(refused.body.data).toEqual({
+        registerMcpServer: { __typename: 'InvalidInputError', code: 'MCP_HEADER_ENV_NOT_ALLOWED' },
+      });
+      const listed = await post(url, service.keys.operator, '{ mcpServers { identifier } }');
+      expect(listed.body.data).toEqual({ mcpServers: [] });
+    });
+
+    it('refuses an input schema with a pattern (ReDoS) at once, and writes nothing', async () => {
+      const run = await startRun(service.keys.other);
+      const schema = {
+        type: 'object',
+        properties: { a: { type: 'string' } },
+        allOf: [{ properties: { a: { pattern: '^([a-z]+ ?)*$' } } }],
+      };
+      const asked = await post(
+        url,
+        service.keys.other,
+        `mutation ($input: RequestInputInput!) { requestInput(input: $input) { __typename ... on Error { code } } }`,
+        { input: { runUuid: run, prompt: 'deploy?', schema } },
+      );
+      expect(asked.body.data).toEqual({
+        requestInput: { __typename: 'InvalidInputError', code: 'INPUT_SCHEMA_INVALID' },
+      });
+      const open = await post(
+        url,
+        service.keys.other,
+        `query ($u: String!) { run(uuid: $u) { steps(first: 5) { edges { cursor } } } }`,
+        {
+          u: run,
+        },
+      );
+      expect(open.body.data).toEqual({ run: { steps: { edges: [] } } });
+      expect((await fetch(new URL('/health', url))).status).toBe(200);
+    });
+
+    it("keeps an OTLP trace's run out of another owner's reach: claimed first by the old guessable id, the export still lands", async () => {
+      const { spans, traceId } = await agentTrace('squat-real');
+      // What anyone could compute before: a hash of the owner's name, the kind and the trace id.
+      const hex = createHash('sha256')
+        .update(`runledger-otlp\u0000agent\u0000trace\u0000${traceId}`)
+        .digest('hex');
+      const variant = ((Number.parseInt(hex.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+      const guessed = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+      const squat = await post(
+        url,
+        service.keys.other,
+        `mutation ($u: String!) { startRun(input: { uuid: $u, configuration: "squat" }) { __typename } }`,
+        {
+          u: guessed,
+        },
+      );
+      expect(squat.body.data).toEqual({ startRun: { __typename: 'StartRunSuccess' } });
+      const sent = await exportSpans('protobuf', spans, {
+        url: new URL('/v1/traces', url).toString(),
+        headers: { authorization: `Bearer ${service.keys.agent}` },
+      });
+      expect(sent.code).toBe(0);
+      const runs = await post(
+        url,
+        service.keys.agent,
+        `{ runs(first: 5, filter: { configurations: ["squat-real"] }) { edges { node { uuid steps(first: 1) { edges { cursor } } } } } }`,
+      );
+      const nodes = (
+        runs.body.data as { runs: { edges: Array<{ node: { uuid: string; steps: { edges: unknown[] } } }> } }
+      ).runs.edges;
+      expect(nodes).toHaveLength(1);
+      expect(nodes[0]?.node.uuid).not.toBe(guessed);
+      expect(nodes[0]?.node.steps.edges).toHaveLength(1);
+    });
 
     it('lets no other origin use credentials (CORS)', async () => {
       const response = await fetch(url, {
