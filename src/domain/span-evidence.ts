@@ -35,6 +35,14 @@ export interface SpanException {
 /** The attribute a sender states the outcome with, ahead of every other piece of evidence. */
 export const STATED_OUTCOME_ATTRIBUTE = 'runledger.tool.outcome';
 
+/**
+ * Messages of a cancellation as libraries word them: `AbortError: This
+ * operation was aborted`, `Request was aborted.` (OpenAI's client), `Abort`
+ * (LangGraph's), `CancelledError`, `… was cancelled`.
+ */
+const CANCELLATION_MESSAGE =
+  /\bAbortError\b|\boperation was aborted\b|\b(?:was|been) (?:cancell?ed|canceled|aborted)\b|\bCancelledError\b|^\s*(?:\w*Error:\s*)?(?:abort(?:ed)?|cancell?ed|canceled)\b/i;
+
 /** A timeout, whatever else the name says ("aborted due to timeout"): a failure, never a cancel. */
 const TIMEOUT = /time[ _-]?d?[ _-]?out|deadline/i;
 
@@ -63,9 +71,7 @@ export function isCancellationException(exception: SpanException): boolean {
   const message = exception.message ?? '';
   if (TIMEOUT.test(type) || TIMEOUT.test(message)) return false;
   if (type !== '' && isCancellationErrorType(type)) return true;
-  return /\bAbortError\b|\boperation was aborted\b|\b(?:was|been) (?:cancell?ed|aborted)\b|\bCancelledError\b/i.test(
-    message,
-  );
+  return CANCELLATION_MESSAGE.test(message);
 }
 
 /** A stated outcome that is not one of the three: VALUE_INVALID on the attribute. */

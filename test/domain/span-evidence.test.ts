@@ -162,6 +162,8 @@ describe('the evidence the instrumentation libraries send', () => {
     ['-32001', 'MCP error -32001: AbortError: This operation was aborted'],
     ['Error', 'The operation was aborted'],
     [null, 'AbortError: This operation was aborted'],
+    [null, 'Abort\n\nError: Abort\n    at EventTarget.listener'],
+    ['Error', 'Request was aborted.'],
   ])('an exception %s / %s is a cancellation', (type, message) => {
     expect(thrown(type, message)).toBe('cancelled');
     expect(isCancellationException({ type, message })).toBe(true);
