@@ -116,11 +116,17 @@ export function toolOutcomeFromEvidence(evidence: SpanEvidence): ToolOutcome {
  * The public code of a failed call from what the span named (`error.type`,
  * else the first exception's type), as a failure code: upper-case words
  * joined by `_` (`TypeError` → `TYPE_ERROR`, `tool_error` → `TOOL_ERROR`, the
- * MCP SDK's `-32603` → `MCP_ERROR_32603`); `TOOL_ERROR` for a result that says
- * `isError` and names nothing; null when the span named nothing.
+ * MCP SDK's `-32603` → `MCP_ERROR_32603`); the class a stack in the message
+ * names where the exception has no type; `EXCEPTION` for an exception that
+ * names nothing; `TOOL_ERROR` for a result that says `isError` and names
+ * nothing; null when the span named nothing.
  */
 export function failureCodeFromEvidence(evidence: SpanEvidence): string | null {
-  const named = evidence.errorType?.trim() || evidence.exceptions?.find((e) => e.type?.trim())?.type?.trim();
+  const exceptions = evidence.exceptions ?? [];
+  const named =
+    evidence.errorType?.trim() ||
+    exceptions.find((e) => e.type?.trim())?.type?.trim() ||
+    exceptions.map((e) => typeInMessage(e.message)).find((t) => t !== null);
   if (named) {
     if (/^-?\d+$/.test(named)) return `MCP_ERROR_${named.replace('-', '')}`.slice(0, 64);
     const words = named
@@ -131,7 +137,18 @@ export function failureCodeFromEvidence(evidence: SpanEvidence): string | null {
       .toUpperCase();
     if (words !== '') return (/^[A-Z]/.test(words) ? words : `E_${words}`).slice(0, 64);
   }
+  if (exceptions.length > 0) return 'EXCEPTION';
   return evidence.resultIsError ? 'TOOL_ERROR' : null;
+}
+
+/**
+ * An error's class where a library recorded only a message with its stack
+ * (OpenInference: "… \n\nToolException: …"): the last `SomethingError:` or
+ * `SomethingException:` that starts a line.
+ */
+function typeInMessage(message: string | null): string | null {
+  const found = [...(message ?? '').matchAll(/^([A-Za-z_$][\w$]*(?:Error|Exception)):/gm)];
+  return found.at(-1)?.[1] ?? null;
 }
 
 /** Why a call failed or was cut off, as the span told it (private: it is the library's or server's text). */

@@ -198,6 +198,13 @@ describe('the evidence the instrumentation libraries send', () => {
     [{ exceptions: [{ type: 'ECONNREFUSED', message: 'x' }] }, 'ECONNREFUSED'],
     [{ errorType: '500' }, 'MCP_ERROR_500'],
     [{ resultIsError: true }, 'TOOL_ERROR'],
+    [
+      {
+        exceptions: [{ type: null, message: "MCP tool 'x' returned an error: y\n\nToolException: MCP tool" }],
+      },
+      'TOOL_EXCEPTION',
+    ],
+    [{ exceptions: [{ type: null, message: 'order service unavailable' }] }, 'EXCEPTION'],
     [{ status: 'error' as const }, null],
   ])('the public code of %j is %s', (evidence, code) => {
     expect(failureCodeFromEvidence({ ...silent, ...evidence })).toBe(code);
