@@ -67,6 +67,9 @@ const durationMs = (span: ReceivedSpan) =>
 /** What no evidence says: the neutral start of `worseEnding`. */
 const COMPLETED_ENDING: RunEnding = { status: 'completed', reason: 'completed' };
 
+/** The span OpenLLMetry's MCP instrumentation records a client session as; its MCP requests hang under it. */
+const MCP_CLIENT_SESSION = 'mcp.client.session';
+
 /** How deep a span's ancestors are searched for the call it belongs to. */
 const MAX_ANCESTORS = 64;
 
@@ -98,6 +101,8 @@ class RequestSpans {
   /** The agent spans of each trace, and the worst ending they say. */
   readonly #agents = new Map<string, ReceivedSpan[]>();
   readonly #agentsEnding = new Map<string, RunEnding>();
+  /** Tool spans by trace and tool name, to find the call an MCP request recorded apart belongs to. */
+  readonly #toolsByName = new Map<string, ReceivedSpan[]>();
 
   constructor(spans: readonly ReceivedSpan[]) {
     const add = <K>(map: Map<K, ReceivedSpan[]>, key: K, span: ReceivedSpan) => {
@@ -108,6 +113,18 @@ class RequestSpans {
     for (const span of spans) {
       this.#readings.set(span, readSpan(span));
       this.#byId.set(keyOf(span.traceId, span.spanId), span);
+    }
+    for (const span of spans) {
+      // A tool span an MCP client instrumentation records under its session span (OpenLLMetry's) is the
+      // MCP request of a call, whoever recorded the call itself.
+      const reading = this.reading(span);
+      const parent =
+        span.parentSpanId === null ? undefined : this.#byId.get(keyOf(span.traceId, span.parentSpanId));
+      if (reading.role === 'tool' && parent?.name === MCP_CLIENT_SESSION) {
+        this.#readings.set(span, { ...reading, role: 'mcp_call' });
+      }
+      if (reading.role === 'tool' && reading.toolName !== null)
+        add(this.#toolsByName, keyOf(span.traceId, reading.toolName), span);
     }
     for (const span of spans) {
       const reading = this.reading(span);
@@ -139,6 +156,22 @@ class RequestSpans {
    */
   #hostOf(span: ReceivedSpan, reading: Reading): ReceivedSpan | null {
     if (reading.role !== 'tool' && reading.role !== 'mcp_call' && reading.role !== 'model') return null;
+    const above = this.#ancestorHost(span, reading);
+    if (above !== null || reading.role !== 'mcp_call' || reading.toolName === null) return above;
+    // An MCP request recorded apart from its call (under its session span): the call of the same tool, in
+    // the same trace, whose time holds the request's.
+    return (
+      (this.#toolsByName.get(keyOf(span.traceId, reading.toolName)) ?? []).find(
+        (tool) =>
+          tool !== span &&
+          this.reading(tool).role === 'tool' &&
+          tool.startUnixNano <= span.startUnixNano &&
+          tool.endUnixNano >= span.endUnixNano,
+      ) ?? null
+    );
+  }
+
+  #ancestorHost(span: ReceivedSpan, reading: Reading): ReceivedSpan | null {
     let parentId = span.parentSpanId;
     for (let depth = 0; parentId !== null && depth < MAX_ANCESTORS; depth += 1) {
       const parent = this.#byId.get(keyOf(span.traceId, parentId));

@@ -331,4 +331,42 @@ describe('OpenLLMetry / Traceloop', () => {
       { model: 'gpt-4o-mini', input: 80, output: 8 },
     ]);
   });
+
+  it("folds its MCP instrumentation's tool span (under mcp.client.session) into the SDK's tool span of the same call", () => {
+    const workflow = span({
+      name: 'support-agent.workflow',
+      attributes: { 'traceloop.span.kind': 'workflow', 'traceloop.workflow.name': 'support-agent' },
+    });
+    const session = span({ name: 'mcp.client.session', parent: workflow });
+    const viaSdk: ReceivedSpan = {
+      ...span({
+        name: 'gzip.tool',
+        parent: workflow,
+        attributes: {
+          'traceloop.span.kind': 'tool',
+          'traceloop.entity.name': 'gzip',
+          'traceloop.entity.output': '"Error processing file"',
+        },
+      }),
+      startUnixNano: START,
+      endUnixNano: START + 9_000_000n,
+    };
+    const viaMcp: ReceivedSpan = {
+      ...span({
+        name: 'gzip.tool',
+        parent: session,
+        status: 'error',
+        attributes: {
+          'traceloop.span.kind': 'tool',
+          'traceloop.entity.name': 'gzip',
+          'traceloop.entity.output': '{"result":"Error processing file"}',
+        },
+      }),
+      startUnixNano: START + 1_000_000n,
+      endUnixNano: START + 8_000_000n,
+    };
+    expect(steps([workflow, session, viaMcp, viaSdk])).toEqual([
+      { tool: 'gzip', server: null, outcome: 'failed', code: null, content: '"Error processing file"' },
+    ]);
+  });
 });
