@@ -26,7 +26,7 @@ export type Role =
 export interface Reading {
   role: Role;
   /** Which convention said so, for the docs' table and for tests. */
-  convention: 'genai' | 'mcp' | 'openinference' | 'ai-sdk' | 'traceloop' | null;
+  convention: 'genai' | 'mcp' | 'openinference' | 'ai-sdk' | 'traceloop' | 'openai-agents' | null;
   toolName: string | null;
   toolCallId: string | null;
   arguments: AttributeValue | undefined;
@@ -106,7 +106,12 @@ export const Attr = {
   tlWorkflowName: 'traceloop.workflow.name',
   tlAssociation: 'traceloop.association.properties.',
   tlRequestType: 'llm.request.type',
-  // OpenAI Agents SDK, as a bridge to OpenTelemetry names its MCP server.
+  // OpenAI Agents SDK, its span data as a bridge to OpenTelemetry flattens it (type, name, input, output, error).
+  oaType: 'type',
+  oaName: 'name',
+  oaInput: 'input',
+  oaOutput: 'output',
+  oaModel: 'model',
   mcpDataServer: 'mcp_data.server',
   // runledger's own, for what the conventions cannot say.
   statedOutcome: STATED_OUTCOME_ATTRIBUTE,
@@ -360,9 +365,64 @@ function readTraceloop(span: ReceivedSpan): Reading | null {
   return null;
 }
 
+/** The usage an OpenAI chat completion reports in its body (`usage.prompt_tokens`), as the Agents SDK keeps it in `output`. */
+function completionUsage(value: AttributeValue | undefined): { input: number | null; output: number | null } {
+  let json: unknown = value;
+  if (typeof value === 'string') {
+    try {
+      json = JSON.parse(value);
+    } catch {
+      return { input: null, output: null };
+    }
+  }
+  const first = Array.isArray(json) ? json[0] : json;
+  const usage =
+    typeof first === 'object' && first !== null ? (first as { usage?: unknown }).usage : undefined;
+  const count = (n: unknown) => (typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : null);
+  if (typeof usage !== 'object' || usage === null) return { input: null, output: null };
+  const u = usage as Record<string, unknown>;
+  return {
+    input: count(u.prompt_tokens ?? u.input_tokens),
+    output: count(u.completion_tokens ?? u.output_tokens),
+  };
+}
+
+/** The OpenAI Agents SDK's spans (its span data: `type` function, generation, agent), as bridged to OpenTelemetry. */
+function readOpenAiAgents(span: ReceivedSpan): Reading | null {
+  const a = span.attributes;
+  const type = text(a, Attr.oaType);
+  if (type === 'function' && text(a, Attr.oaName)) {
+    return {
+      ...empty('tool', 'openai-agents'),
+      toolName: text(a, Attr.oaName),
+      arguments: a.get(Attr.oaInput),
+      result: a.get(Attr.oaOutput),
+      server: serverOf(a),
+    };
+  }
+  if (type === 'generation' && text(a, Attr.oaModel)) {
+    const usage = completionUsage(a.get(Attr.oaOutput));
+    const reading = modelFacts(empty('model', 'openai-agents'), a);
+    return {
+      ...reading,
+      model: reading.model ?? text(a, Attr.oaModel),
+      inputTokens: reading.inputTokens ?? usage.input,
+      outputTokens: reading.outputTokens ?? usage.output,
+    };
+  }
+  if (type === 'agent' && text(a, Attr.oaName))
+    return { ...empty('agent', 'openai-agents'), agentName: text(a, Attr.oaName) };
+  return null;
+}
+
 /** A span read by the first convention that recognises it. */
 export function readSpan(span: ReceivedSpan): Reading {
-  const reading = readGenAi(span) ?? readOpenInference(span) ?? readAiSdk(span) ?? readTraceloop(span);
+  const reading =
+    readGenAi(span) ??
+    readOpenInference(span) ??
+    readAiSdk(span) ??
+    readTraceloop(span) ??
+    readOpenAiAgents(span);
   const base = reading ?? empty('none', null);
   return {
     ...base,

@@ -75,13 +75,18 @@ const MAX_ANCESTORS = 64;
 
 const keyOf = (traceId: string, spanId: string) => `${traceId}/${spanId}`;
 
+/** The span's `exception` events, and an error recorded as attributes (`error.message`, `error.data`) as some bridges do. */
 function exceptionsOf(span: ReceivedSpan): SpanException[] {
-  return span.events
+  const events = span.events
     .filter((event) => event.name === 'exception')
     .map((event) => ({
       type: text(event.attributes, 'exception.type'),
       message: text(event.attributes, 'exception.message'),
     }));
+  const message = text(span.attributes, 'error.message');
+  if (message === null) return events;
+  const data = text(span.attributes, 'error.data');
+  return [...events, { type: null, message: data === null ? message : `${message}\n${data}` }];
 }
 
 /**

@@ -370,3 +370,41 @@ describe('OpenLLMetry / Traceloop', () => {
     ]);
   });
 });
+
+describe('OpenAI Agents SDK (its span data bridged to OpenTelemetry)', () => {
+  it('reads function, generation and agent spans; an abort in error.data is CANCELLED', () => {
+    const agent = span({ name: 'agent support', attributes: { type: 'agent', name: 'support' } });
+    const generation = span({
+      name: 'generation',
+      parent: agent,
+      attributes: {
+        type: 'generation',
+        model: 'gpt-4o-mini',
+        output: '[{"id":"c1","usage":{"prompt_tokens":120,"completion_tokens":18}}]',
+      },
+    });
+    const aborted = span({
+      name: 'function slow',
+      parent: agent,
+      status: 'error',
+      attributes: {
+        type: 'function',
+        name: 'slow',
+        'mcp_data.server': 'everything',
+        'error.message': 'Error running tool',
+        'error.data': '{"tool_name":"slow","error":"AbortError: This operation was aborted"}',
+      },
+    });
+    expect(mapSpans([agent])[0]?.configuration.agentName).toBe('support');
+    expect(steps([agent, generation, aborted])).toEqual([
+      { model: 'gpt-4o-mini', input: 120, output: 18 },
+      {
+        tool: 'slow',
+        server: 'everything',
+        outcome: 'cancelled',
+        code: null,
+        content: 'Error running tool\n{"tool_name":"slow","error":"AbortError: This operation was aborted"}',
+      },
+    ]);
+  });
+});
