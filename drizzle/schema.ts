@@ -862,11 +862,19 @@ export const otlpSpans = pgTable(
     /** The step the span became; null when it made none. */
     sequence: integer('sequence'),
     receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Its parent's span id (migrations/0043); null for a root. */
+    parentSpanId: text('parent_span_id'),
+    /** For a span that became a tool step: the call's tool span (`tool`) or its MCP request (`mcp_call`). */
+    callRole: text('call_role'),
   },
   (t) => [
     uniqueIndex('otlp_spans_owner_trace_span_unique').on(t.owner, t.traceId, t.spanId),
     index('otlp_spans_run_id_idx').on(t.runId),
+    index('otlp_spans_parent_idx')
+      .on(t.owner, t.traceId, t.parentSpanId)
+      .where(sql`${t.parentSpanId} IS NOT NULL`),
     check('otlp_spans_ids_hex', sql`${t.traceId} ~ '^[0-9a-f]{32}$' and ${t.spanId} ~ '^[0-9a-f]{16}$'`),
+    check('otlp_spans_call_role_known', sql`${t.callRole} IN ('tool', 'mcp_call')`),
   ],
 );
 

@@ -1,5 +1,11 @@
 import type { Database } from '../db/connection.ts';
-import { insertSpans, runsOfTraces, type StoredSpan, storedSpanKeys } from '../db/otlp-spans.ts';
+import {
+  callsRecordedApart,
+  insertSpans,
+  runsOfTraces,
+  type StoredSpan,
+  storedSpanKeys,
+} from '../db/otlp-spans.ts';
 import {
   addRollups,
   insertRunUnlessPresent,
@@ -63,6 +69,12 @@ export interface IngestedSpan {
   step: SpanStep | null;
   /** A trace's root span ends its run this way; null for every other span. */
   ending: RunEnding | null;
+  /** Its parent's span id; null for a root. */
+  parentSpanId?: string | null;
+  /** Whether its parent came in the same request. */
+  parentInRequest?: boolean;
+  /** For a tool step: made of the call's tool span, or of its MCP request with no tool span above it here. */
+  callRole?: 'tool' | 'mcp_call' | null;
   /** Set when the span cannot be used at all. */
   refusal: SpanRefusal | null;
 }
@@ -206,6 +218,18 @@ async function ingestGroup(
     const fresh = relevant.filter((s) => !stored.has(spanKey(s)));
     outcome.duplicates = relevant.length - fresh.length;
 
+    // An exporter that sends span by span delivers a call's MCP request before its tool span: whichever
+    // came first is the call's step.
+    const recordedApart = await callsRecordedApart(
+      tx,
+      owner,
+      fresh.flatMap((s) =>
+        s.step?.type === 'tool' && s.callRole === 'mcp_call' && s.parentSpanId && !s.parentInRequest
+          ? [{ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId }]
+          : [],
+      ),
+      fresh.filter((s) => s.step?.type === 'tool' && s.callRole === 'tool'),
+    );
     const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
     const trace = new RunTrace({ nextSequence: (await lastSequence(tx, run.id)) + 1, clock: () => now });
     const records: StoredSpan[] = [];
@@ -215,6 +239,16 @@ async function ingestGroup(
     );
     for (const span of ordered) {
       if (span.step === null) continue;
+      // The other span of a call an earlier request recorded: kept as seen, not recorded twice.
+      if (recordedApart.has(spanKey(span))) {
+        records.push({
+          traceId: span.traceId,
+          spanId: span.spanId,
+          sequence: null,
+          parentSpanId: span.parentSpanId ?? null,
+        });
+        continue;
+      }
       try {
         const command = commandOf(span.step, now);
         const timing = command.type === 'plain' ? command.step : command.call;
@@ -223,7 +257,13 @@ async function ingestGroup(
           durationMs: timing.durationMs,
         });
         const [first] = trace.apply(command);
-        records.push({ traceId: span.traceId, spanId: span.spanId, sequence: first?.sequence ?? null });
+        records.push({
+          traceId: span.traceId,
+          spanId: span.spanId,
+          sequence: first?.sequence ?? null,
+          parentSpanId: span.parentSpanId ?? null,
+          callRole: span.step.type === 'tool' ? (span.callRole ?? null) : null,
+        });
       } catch (error) {
         outcome.rejected.push(refusalOf(error));
       }

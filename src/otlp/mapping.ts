@@ -147,6 +147,10 @@ class RequestSpans {
     }
   }
 
+  has(traceId: string, spanId: string | null): boolean {
+    return spanId !== null && this.#byId.has(keyOf(traceId, spanId));
+  }
+
   reading(span: ReceivedSpan): Reading {
     const reading = this.#readings.get(span);
     if (!reading) throw new Error('a span read before it was indexed');
@@ -358,6 +362,9 @@ export function mapSpans(received: readonly ReceivedSpan[]): IngestedSpan[] {
       step: null,
       ending: null,
       refusal: null,
+      parentSpanId: span.parentSpanId,
+      parentInRequest: spans.has(span.traceId, span.parentSpanId),
+      callRole: reading.role === 'tool' || reading.role === 'mcp_call' ? reading.role : null,
     };
     if (span.problem)
       return { ...base, refusal: { code: 'SPAN_INVALID', message: `SPAN_INVALID: ${span.problem}` } };
