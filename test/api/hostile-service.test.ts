@@ -25,7 +25,7 @@ const WAIT = `query ($r: String!, $q: String!, $t: Int!) {
 describe.each(backendNames.filter((backend) => backend === 'postgres'))(
   'a hostile client against the real process (%s)',
   (backend) => {
-    let service: KeyedService<'agent' | 'other' | 'operator'>;
+    let service: KeyedService<'agent' | 'revoked' | 'other' | 'operator'>;
     let url = '';
 
     const codes = (body: { errors?: Array<{ extensions?: { code?: unknown } }> }) =>
@@ -39,6 +39,8 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
         backend,
         {
           agent: ['record', 'read_own_runs', 'read_payloads'],
+          // Revoked by its own test: no other test uses it.
+          revoked: ['record', 'read_own_runs', 'read_payloads'],
           other: ['record', 'read_own_runs'],
           operator: ['manage_servers', 'read_all_runs'],
         },
@@ -74,9 +76,11 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
     });
 
     it('ends the stream of a key revoked by another process with UNAUTHENTICATED, private payloads and all', async () => {
-      const run = await startRun(service.keys.agent);
-      const stream = new SseReader(await fetch(subscriptionRequest(url, service.keys.agent, { uuid: run })));
-      await post(url, service.keys.agent, RECORD, {
+      const run = await startRun(service.keys.revoked);
+      const stream = new SseReader(
+        await fetch(subscriptionRequest(url, service.keys.revoked, { uuid: run })),
+      );
+      await post(url, service.keys.revoked, RECORD, {
         input: { runUuid: run, kind: 'LLM', round: 1, durationMs: 1 },
       });
       // The run as it stood (no step yet), then the step.
@@ -85,7 +89,7 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
       expect(event.step?.sequence).toBe(1);
       const database = await service.openDatabase();
       try {
-        expect(await revokeApiKey(database.db, service.keys.agent.slice(0, 10))).toHaveLength(1);
+        expect(await revokeApiKey(database.db, service.keys.revoked.slice(0, 10))).toHaveLength(1);
       } finally {
         await database.close();
       }
@@ -93,7 +97,7 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
       expect(message?.event === 'next' ? codes(message.data as never) : message).toEqual(['UNAUTHENTICATED']);
       const end = await stream.next();
       expect(end === null || end.event === 'complete').toBe(true);
-      expect((await post(url, service.keys.agent, START, { c: 'after' })).status).toBe(401);
+      expect((await post(url, service.keys.revoked, START, { c: 'after' })).status).toBe(401);
     });
 
     it('caps the waits of one key, so that it cannot hold every connection', async () => {
