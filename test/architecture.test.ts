@@ -1,4 +1,4 @@
-// The import rules of SPEC 6, held by a test: each layer imports only what sits below it.
+// The import rules of docs/architecture.md ("Layout"), held by a test: each layer imports only what sits below it.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -5,7 +5,7 @@ import type { Actor } from './permissions.ts';
 import type { RunStatus } from './run-status.ts';
 
 /**
- * A run waiting for a person (SPEC 13): an approval of a proposed tool call,
+ * A run waiting for a person (docs/architecture.md, "A human in the loop"): an approval of a proposed tool call,
  * or input asked with a prompt and a JSON Schema of the answer (by the agent,
  * or by an MCP server mid-call through elicitation). A denied, expired or
  * declined request is a fact about the person, like a cancel: never a failed

@@ -36,7 +36,7 @@ export const DETAIL_FACTS = [
   'failureCode',
   'cancelCode',
   'sessionStartMs',
-  // A request of a person and its decision (SPEC 13): what became of it, and who decided.
+  // A request of a person and its decision (docs/architecture.md, "A human in the loop"): what became of it, and who decided.
   'phase',
   'decision',
   'decidedBy',

@@ -59,7 +59,7 @@ function checkedCall(input: CallToolInput) {
 
 /**
  * Calls a tool on a registered MCP server inside one of the actor's runs and
- * records the step. The story of SPEC 6, top to bottom:
+ * records the step. The path of a tool result (docs/architecture.md), top to bottom:
  *
  * 1. who may do it: record permission, the actor's own run, a run not ended;
  * 2. the adapter (src/mcp) makes one call on the server's session and hands

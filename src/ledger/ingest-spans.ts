@@ -36,7 +36,7 @@ import {
 } from './step-input.ts';
 
 /**
- * Recording from OpenTelemetry spans (SPEC 9): the same rules as every other
+ * Recording from OpenTelemetry spans (docs/architecture.md, "Runs from OpenTelemetry"): the same rules as every other
  * entry point (record permission, the actor's own runs, the step checks,
  * gapless numbering under the run's lock, the run's rollups), plus the two a
  * stream of spans needs: each span is stored once, and spans find their run by

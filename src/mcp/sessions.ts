@@ -122,7 +122,7 @@ function until<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
  * that answers nothing, not even a ping, while calls wait.
  */
 export class McpSession {
-  // Elicitation in form mode: a person answers what the server asks mid-call (SPEC 13).
+  // Elicitation in form mode: a person answers what the server asks mid-call (docs/architecture.md, "A human in the loop").
   readonly client = new Client(
     { name: 'runledger', version: '0.2.0' },
     { capabilities: { elicitation: { form: {} } } },

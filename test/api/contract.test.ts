@@ -64,7 +64,7 @@ describe('the committed contract', () => {
   });
 });
 
-describe('one string travels, end to end (SPEC 2.1)', () => {
+describe('one string travels, end to end', () => {
   it('enum values, stored values, label keys and GraphQL enum values are the same strings', async () => {
     const domain = [...TOOL_OUTCOMES];
     expect(domain).toEqual(['ok', 'failed', 'cancelled']);

@@ -11,7 +11,7 @@ interface Row {
 
 const nonToolKinds = STEP_KINDS.filter((kind) => kind !== 'tool');
 
-/** Each contradiction of SPEC 2.5, and the constraint that must refuse it. */
+/** Each contradiction of "a step cannot disagree with itself" (docs/architecture.md), and the constraint that must refuse it. */
 const refused: Array<Row & { constraint: string }> = [
   ...nonToolKinds.flatMap((kind) =>
     TOOL_OUTCOMES.map((outcome) => ({

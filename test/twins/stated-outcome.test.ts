@@ -1,4 +1,4 @@
-// Twins: the boolean-first rule (SPEC 2.5) is written twice, as `statedOutcome` in
+// Twins: the boolean-first rule (docs/architecture.md, "The rule it keeps") is written twice, as `statedOutcome` in
 // src/domain/stated-outcome.ts and as the SQL function `stated_tool_outcome` of the migrations.
 // The first suite pins the TypeScript definition to a table written by hand; the second runs the
 // SQL function on every combination and compares it with the TypeScript one.

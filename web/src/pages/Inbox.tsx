@@ -8,7 +8,7 @@ import { DecideApprovalMutation, InboxQuery, ProvideInputMutation } from '../ope
 
 type OpenRequest = ViewerInboxQuery['openRequests'][number];
 
-/** The fields a request for input asks, as its schema states them (SPEC 13: flat fields only). */
+/** The fields a request for input asks, as its schema states them (flat fields only: docs/architecture.md, "A human in the loop"). */
 interface FormField {
   name: string;
   type: 'string' | 'number' | 'integer' | 'boolean';
