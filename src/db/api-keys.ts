@@ -91,12 +91,7 @@ export async function actorForKey(db: Database, key: string): Promise<Actor | nu
 
 /** Whether the key with this hash is active now. */
 export async function isKeyActive(db: Database, keyHash: string): Promise<boolean> {
-  const [row] = await db
-    .select({ id: apiKeys.id })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)));
-  if (!row) forgetKey(db, keyHash);
-  return row !== undefined;
+  return (await activeKeyHashes(db, [keyHash])).has(keyHash);
 }
 
 /** Which of these key hashes belong to active keys now (revoked and deleted ones are left out). */

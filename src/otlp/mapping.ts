@@ -53,8 +53,8 @@ function resultIsError(value: AttributeValue | undefined): boolean {
     const inner = json[wrapper];
     if (typeof inner === 'object' && inner !== null && !Array.isArray(inner)) {
       if (inner.isError === true || inner.is_error === true) return true;
-    } else if (typeof inner === 'string' && inner.includes('sError')) {
-      if (resultIsError(inner)) return true;
+    } else if (typeof inner === 'string' && /isError|is_error/.test(inner) && resultIsError(inner)) {
+      return true;
     }
   }
   return false;

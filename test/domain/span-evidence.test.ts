@@ -13,6 +13,7 @@ import {
   toolOutcomeFromEvidence,
   worseEnding,
 } from '../../src/domain/span-evidence.ts';
+import { checkFailureCode } from '../../src/domain/tool-result.ts';
 import { isUuid } from '../../src/domain/uuid.ts';
 
 const silent: SpanEvidence = { statedOutcome: null, errorType: null, status: 'unset', cancelNotified: false };
@@ -208,6 +209,8 @@ describe('the evidence the instrumentation libraries send', () => {
     [{ status: 'error' as const }, null],
   ])('the public code of %j is %s', (evidence, code) => {
     expect(failureCodeFromEvidence({ ...silent, ...evidence })).toBe(code);
+    // Whatever it derives is a failure code every entry point accepts.
+    if (code !== null) expect(checkFailureCode(code)).toBe(code);
   });
 
   it('keeps the reason an exception or the status told, bounded', () => {
