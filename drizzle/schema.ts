@@ -866,15 +866,26 @@ export const otlpSpans = pgTable(
     parentSpanId: text('parent_span_id'),
     /** For a span that became a tool step: the call's tool span (`tool`) or its MCP request (`mcp_call`). */
     callRole: text('call_role'),
+    /** For a call span (migrations/0044): its tool's name and its times, to tie it to the call's other span by name and time. */
+    toolName: text('tool_name'),
+    startedUnixNano: bigint('started_unix_nano', { mode: 'bigint' }),
+    endedUnixNano: bigint('ended_unix_nano', { mode: 'bigint' }),
   },
   (t) => [
     uniqueIndex('otlp_spans_owner_trace_span_unique').on(t.owner, t.traceId, t.spanId),
     index('otlp_spans_run_id_idx').on(t.runId),
+    index('otlp_spans_call_tool_idx')
+      .on(t.owner, t.traceId, t.toolName, t.callRole, t.startedUnixNano)
+      .where(sql`${t.toolName} IS NOT NULL`),
     index('otlp_spans_parent_idx')
       .on(t.owner, t.traceId, t.parentSpanId)
       .where(sql`${t.parentSpanId} IS NOT NULL`),
     check('otlp_spans_ids_hex', sql`${t.traceId} ~ '^[0-9a-f]{32}$' and ${t.spanId} ~ '^[0-9a-f]{16}$'`),
     check('otlp_spans_call_role_known', sql`${t.callRole} IN ('tool', 'mcp_call')`),
+    check(
+      'otlp_spans_call_times',
+      sql`${t.toolName} IS NULL OR (${t.callRole} IS NOT NULL AND ${t.startedUnixNano} IS NOT NULL AND ${t.endedUnixNano} >= ${t.startedUnixNano})`,
+    ),
   ],
 );
 

@@ -1,7 +1,6 @@
-import { and, eq, inArray, isNotNull, sql } from 'drizzle-orm';
-import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { otlpSpans, runs } from '../../drizzle/schema.ts';
-import type { Database } from './connection.ts';
+import { type Database, selectRows } from './connection.ts';
 import type { Transaction } from './run-writes.ts';
 import { textArrayLiteral } from './stats-sql.ts';
 
@@ -15,68 +14,73 @@ export interface StoredSpan {
   parentSpanId?: string | null;
   /** For a span that became a tool step: the call's tool span or its MCP request. */
   callRole?: 'tool' | 'mcp_call' | null;
+  /** For a call span: its tool's name and its times. */
+  call?: { toolName: string; startUnixNano: bigint; endUnixNano: bigint } | null;
 }
 
+/** A call span now arriving, as the check for its call's other span needs it. */
+export interface ArrivingCall {
+  traceId: string;
+  spanId: string;
+  callRole: 'tool' | 'mcp_call';
+  /** Its parent when that did not come in the same request; null otherwise. */
+  parentApart: string | null;
+  toolName: string;
+  startUnixNano: bigint;
+  endUnixNano: bigint;
+}
+
+const bigintArray = (values: readonly bigint[]) => `{${values.join(',')}}`;
+
 /**
- * The other span of a tool call already recorded as a step by an earlier
- * request, as `traceId/spanId` of the spans now arriving that it makes
- * redundant: an MCP request whose tool span (its parent) is a stored step,
- * and a tool span whose MCP request (its child) is one.
+ * The arriving call spans whose call an earlier request already recorded as a
+ * step, as `traceId/spanId`: an MCP request whose tool span (its parent) is a
+ * stored step; a tool span whose MCP request (its child) is one; and the two
+ * spans of one call recorded apart (OpenLLMetry's MCP request under its
+ * session span): the same tool in the same trace, the MCP request within the
+ * tool span's time. Each by an index: the nearest candidate in start time,
+ * never a scan of the trace.
  */
 export async function callsRecordedApart(
   tx: Transaction,
   owner: string,
-  requests: ReadonlyArray<{ traceId: string; spanId: string; parentSpanId: string }>,
-  tools: ReadonlyArray<{ traceId: string; spanId: string }>,
+  calls: readonly ArrivingCall[],
 ): Promise<Set<string>> {
-  const found = new Set<string>();
-  const anyOf = (column: AnyPgColumn, values: readonly string[]) =>
-    sql`${column} = any(${textArrayLiteral([...new Set(values)])}::text[])`;
-  if (requests.length > 0) {
-    const parents = await tx
-      .select({ traceId: otlpSpans.traceId, spanId: otlpSpans.spanId })
-      .from(otlpSpans)
-      .where(
-        and(
-          eq(otlpSpans.owner, owner),
-          anyOf(
-            otlpSpans.traceId,
-            requests.map((r) => r.traceId),
-          ),
-          anyOf(
-            otlpSpans.spanId,
-            requests.map((r) => r.parentSpanId),
-          ),
-          isNotNull(otlpSpans.callRole),
-          isNotNull(otlpSpans.sequence),
-        ),
-      );
-    const recorded = new Set(parents.map((p) => `${p.traceId}/${p.spanId}`));
-    for (const r of requests)
-      if (recorded.has(`${r.traceId}/${r.parentSpanId}`)) found.add(`${r.traceId}/${r.spanId}`);
-  }
-  if (tools.length > 0) {
-    const children = await tx
-      .select({ traceId: otlpSpans.traceId, parentSpanId: otlpSpans.parentSpanId })
-      .from(otlpSpans)
-      .where(
-        and(
-          eq(otlpSpans.owner, owner),
-          anyOf(
-            otlpSpans.traceId,
-            tools.map((t) => t.traceId),
-          ),
-          anyOf(
-            otlpSpans.parentSpanId,
-            tools.map((t) => t.spanId),
-          ),
-          eq(otlpSpans.callRole, 'mcp_call'),
-          isNotNull(otlpSpans.sequence),
-        ),
-      );
-    for (const c of children) found.add(`${c.traceId}/${c.parentSpanId}`);
-  }
-  return found;
+  if (calls.length === 0) return new Set();
+  const rows = await selectRows<{ key: string }>(
+    tx,
+    sql`
+    with x(t, s, r, p, n, b, e) as (
+      select * from unnest(${textArrayLiteral(calls.map((c) => c.traceId))}::text[],
+                           ${textArrayLiteral(calls.map((c) => c.spanId))}::text[],
+                           ${textArrayLiteral(calls.map((c) => c.callRole))}::text[],
+                           ${textArrayLiteral(calls.map((c) => c.parentApart ?? ''))}::text[],
+                           ${textArrayLiteral(calls.map((c) => c.toolName))}::text[],
+                           ${bigintArray(calls.map((c) => c.startUnixNano))}::bigint[],
+                           ${bigintArray(calls.map((c) => c.endUnixNano))}::bigint[]))
+    select x.t || '/' || x.s as key from x
+     where (x.r = 'mcp_call' and exists (
+              select 1 from otlp_spans o
+               where o.owner = ${owner} and o.trace_id = x.t and o.span_id = x.p
+                 and o.call_role is not null and o.sequence is not null))
+        or (x.r = 'tool' and exists (
+              select 1 from otlp_spans o
+               where o.owner = ${owner} and o.trace_id = x.t and o.parent_span_id = x.s
+                 and o.call_role = 'mcp_call' and o.sequence is not null))
+        or (x.r = 'tool' and exists (
+              select 1 from (select o.ended_unix_nano, o.sequence from otlp_spans o
+                              where o.owner = ${owner} and o.trace_id = x.t and o.tool_name = x.n
+                                and o.call_role = 'mcp_call' and o.started_unix_nano >= x.b
+                              order by o.started_unix_nano limit 1) first_request
+               where first_request.ended_unix_nano <= x.e and first_request.sequence is not null))
+        or (x.r = 'mcp_call' and exists (
+              select 1 from (select o.ended_unix_nano, o.sequence from otlp_spans o
+                              where o.owner = ${owner} and o.trace_id = x.t and o.tool_name = x.n
+                                and o.call_role = 'tool' and o.started_unix_nano <= x.b
+                              order by o.started_unix_nano desc limit 1) last_call
+               where last_call.ended_unix_nano >= x.e and last_call.sequence is not null))`,
+  );
+  return new Set(rows.map((row) => row.key));
 }
 
 /** The run each of these traces already went to (by the sender's spans), by trace id: uuid of the run. */
@@ -132,13 +136,19 @@ export async function insertSpans(
   // Parallel arrays unnested: three parameters for any number of spans (a row of parameters each took
   // hundreds of milliseconds of the event loop to build for 10,000 spans).
   const sequences = `{${spans.map((span) => (span.sequence === null ? 'NULL' : String(span.sequence))).join(',')}}`;
-  const optional = (value: string | null | undefined) => value ?? null;
+  const optional = (value: string | null | undefined) => value ?? '';
+  const nanos = (pick: (call: NonNullable<StoredSpan['call']>) => bigint) =>
+    `{${spans.map((span) => (span.call ? String(pick(span.call)) : 'NULL')).join(',')}}`;
   await tx.execute(sql`
-    insert into otlp_spans (owner, trace_id, span_id, run_id, sequence, parent_span_id, call_role)
-    select ${owner}, t, s, ${runId}, q, nullif(p, ''), nullif(c, '')
+    insert into otlp_spans (owner, trace_id, span_id, run_id, sequence, parent_span_id, call_role,
+                            tool_name, started_unix_nano, ended_unix_nano)
+    select ${owner}, t, s, ${runId}, q, nullif(p, ''), nullif(c, ''), nullif(n, ''), b, e
       from unnest(${textArrayLiteral(spans.map((span) => span.traceId))}::text[],
                   ${textArrayLiteral(spans.map((span) => span.spanId))}::text[],
                   ${sequences}::int[],
-                  ${textArrayLiteral(spans.map((span) => optional(span.parentSpanId) ?? ''))}::text[],
-                  ${textArrayLiteral(spans.map((span) => optional(span.callRole) ?? ''))}::text[]) as x(t, s, q, p, c)`);
+                  ${textArrayLiteral(spans.map((span) => optional(span.parentSpanId)))}::text[],
+                  ${textArrayLiteral(spans.map((span) => optional(span.callRole)))}::text[],
+                  ${textArrayLiteral(spans.map((span) => optional(span.call?.toolName)))}::text[],
+                  ${nanos((call) => call.startUnixNano)}::bigint[],
+                  ${nanos((call) => call.endUnixNano)}::bigint[]) as x(t, s, q, p, c, n, b, e)`);
 }

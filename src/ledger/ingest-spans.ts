@@ -60,6 +60,7 @@ export interface IngestedSpan {
   spanId: string;
   /** When it started, in nanoseconds since the epoch: the order of the run's steps. */
   startUnixNano: bigint;
+  endUnixNano: bigint;
   endedAt: Date;
   /** `gen_ai.conversation.id`: spans of one conversation share a run. */
   conversationId: string | null;
@@ -180,6 +181,12 @@ interface GroupOutcome {
   rejected: SpanRefusal[];
 }
 
+/** A span that became a tool step: which span of its call it is, and the tool's name. */
+function callOf(span: IngestedSpan): { role: 'tool' | 'mcp_call'; toolName: string } | null {
+  if (span.step?.type !== 'tool' || !span.callRole) return null;
+  return { role: span.callRole, toolName: span.step.call.toolName };
+}
+
 /**
  * One group in one transaction: the run created if new and locked, spans
  * already stored left out, the rest numbered after the last stored step in
@@ -223,12 +230,21 @@ async function ingestGroup(
     const recordedApart = await callsRecordedApart(
       tx,
       owner,
-      fresh.flatMap((s) =>
-        s.step?.type === 'tool' && s.callRole === 'mcp_call' && s.parentSpanId && !s.parentInRequest
-          ? [{ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId }]
-          : [],
-      ),
-      fresh.filter((s) => s.step?.type === 'tool' && s.callRole === 'tool'),
+      fresh.flatMap((s) => {
+        const call = callOf(s);
+        if (call === null) return [];
+        return [
+          {
+            traceId: s.traceId,
+            spanId: s.spanId,
+            callRole: call.role,
+            parentApart: s.parentSpanId && !s.parentInRequest ? s.parentSpanId : null,
+            toolName: call.toolName,
+            startUnixNano: s.startUnixNano,
+            endUnixNano: s.endUnixNano,
+          },
+        ];
+      }),
     );
     const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
     const trace = new RunTrace({ nextSequence: (await lastSequence(tx, run.id)) + 1, clock: () => now });
@@ -250,6 +266,7 @@ async function ingestGroup(
         continue;
       }
       try {
+        const call = callOf(span);
         const command = commandOf(span.step, now);
         const timing = command.type === 'plain' ? command.step : command.call;
         checkRunAcceptsSpanStep(state, {
@@ -262,7 +279,11 @@ async function ingestGroup(
           spanId: span.spanId,
           sequence: first?.sequence ?? null,
           parentSpanId: span.parentSpanId ?? null,
-          callRole: span.step.type === 'tool' ? (span.callRole ?? null) : null,
+          callRole: callOf(span)?.role ?? null,
+          call:
+            call === null
+              ? null
+              : { toolName: call.toolName, startUnixNano: span.startUnixNano, endUnixNano: span.endUnixNano },
         });
       } catch (error) {
         outcome.rejected.push(refusalOf(error));

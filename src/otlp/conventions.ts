@@ -46,6 +46,7 @@ export interface Reading {
 export const Attr = {
   // OpenTelemetry GenAI and general conventions (1.45).
   operation: 'gen_ai.operation.name',
+  providerName: 'gen_ai.provider.name',
   conversationId: 'gen_ai.conversation.id',
   agentName: 'gen_ai.agent.name',
   toolName: 'gen_ai.tool.name',
@@ -258,6 +259,43 @@ function serverOf(attributes: Attributes): string | null {
   return port === null ? address : `${address}:${port}`;
 }
 
+/** What a LangChain `ToolMessage` says, as serialised (`{"lc":1,"id":[…,"ToolMessage"],"kwargs":{…}}`). */
+export interface LangChainToolMessage {
+  name: string | null;
+  toolCallId: string | null;
+  /** LangChain's own mark of a failed call (`status: "error"`). */
+  failed: boolean;
+}
+
+/** A serialised LangChain `ToolMessage`, or null when the value is not one. */
+export function langChainToolMessage(value: AttributeValue | undefined): LangChainToolMessage | null {
+  if (typeof value !== 'string' || !value.includes('ToolMessage')) return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    return null;
+  }
+  if (typeof json !== 'object' || json === null) return null;
+  const { id, kwargs } = json as { id?: unknown; kwargs?: unknown };
+  if (!Array.isArray(id) || id.at(-1) !== 'ToolMessage' || typeof kwargs !== 'object' || kwargs === null)
+    return null;
+  const { name, tool_call_id: toolCallId, status } = kwargs as Record<string, unknown>;
+  return {
+    name: typeof name === 'string' && name !== '' ? name : null,
+    toolCallId: typeof toolCallId === 'string' && toolCallId !== '' ? toolCallId : null,
+    failed: status === 'error',
+  };
+}
+
+/**
+ * A LangChain chain or graph node as OpenLLMetry records it (`workflow
+ * RunnableSequence`): its `traceloop.workflow.name` is the chain's class, not
+ * an agent's name, and it is no agent span.
+ */
+const isLangChainChain = (a: Attributes) =>
+  text(a, Attr.operation) === 'workflow' && text(a, Attr.providerName) === 'langchain';
+
 /** OpenTelemetry GenAI and MCP semantic conventions. */
 function readGenAi(span: ReceivedSpan): Reading | null {
   const a = span.attributes;
@@ -276,16 +314,20 @@ function readGenAi(span: ReceivedSpan): Reading | null {
     };
   }
   if (operation === 'execute_tool') {
+    // OpenLLMetry's LangChain instrumentation names the span after the tool's class: the tool's own name
+    // and call id are in the ToolMessage it answered.
+    const answer = langChainToolMessage(a.get(Attr.tlEntityOutput));
     return {
       ...empty('tool', 'genai'),
-      toolName: text(a, Attr.toolName) ?? nameAfter(span, 'execute_tool '),
-      toolCallId: text(a, Attr.toolCallId),
-      arguments: a.get(Attr.toolArguments),
-      result: a.get(Attr.toolResult),
+      toolName: text(a, Attr.toolName) ?? answer?.name ?? nameAfter(span, 'execute_tool '),
+      toolCallId: text(a, Attr.toolCallId) ?? answer?.toolCallId ?? null,
+      arguments: a.get(Attr.toolArguments) ?? a.get(Attr.tlEntityInput),
+      result: a.get(Attr.toolResult) ?? a.get(Attr.tlEntityOutput),
       server: serverOf(a),
     };
   }
   if (operation !== null && MODEL_OPERATIONS.has(operation)) return modelFacts(empty('model', 'genai'), a);
+  if (isLangChainChain(a)) return empty('none', 'traceloop');
   if (operation !== null && AGENT_OPERATIONS.has(operation)) {
     return {
       ...empty('agent', 'genai'),
@@ -339,13 +381,17 @@ function readAiSdk(span: ReceivedSpan): Reading | null {
   return empty('none', 'ai-sdk');
 }
 
+/** The instrumentation scope of OpenLLMetry's MCP client instrumentation. */
+export const TRACELOOP_MCP_SCOPE = '@traceloop/instrumentation-mcp';
+
 /** OpenLLMetry / Traceloop. */
 function readTraceloop(span: ReceivedSpan): Reading | null {
   const a = span.attributes;
   const kind = text(a, Attr.tlKind)?.toLowerCase();
   if (kind === 'tool') {
     return {
-      ...empty('tool', 'traceloop'),
+      // Its MCP instrumentation records each MCP request as a tool span too: the request of a call, whoever records the call.
+      ...empty(span.scope === TRACELOOP_MCP_SCOPE ? 'mcp_call' : 'tool', 'traceloop'),
       toolName: text(a, Attr.tlEntityName) ?? span.name.replace(/\.tool$/, ''),
       arguments: a.get(Attr.tlEntityInput),
       result: a.get(Attr.tlEntityOutput),
@@ -429,6 +475,13 @@ export function readSpan(span: ReceivedSpan): Reading {
     conversationId: base.conversationId ?? conversationOf(span.attributes),
     agentName:
       base.agentName ??
-      firstText(span.attributes, [Attr.agentName, Attr.oiAgentName, Attr.aiFunctionId, Attr.tlWorkflowName]),
+      (isLangChainChain(span.attributes)
+        ? null
+        : firstText(span.attributes, [
+            Attr.agentName,
+            Attr.oiAgentName,
+            Attr.aiFunctionId,
+            Attr.tlWorkflowName,
+          ])),
   };
 }

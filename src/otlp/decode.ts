@@ -35,6 +35,8 @@ export interface ReceivedSpan {
   endUnixNano: bigint;
   attributes: Attributes;
   resource: Attributes;
+  /** The name of the instrumentation scope that recorded it (`@traceloop/instrumentation-mcp`); null when unnamed. */
+  scope: string | null;
   status: 'unset' | 'ok' | 'error';
   /** The status's description, as sent (an error's message); null when empty. */
   statusMessage: string | null;
@@ -471,7 +473,7 @@ function statusMessage(value: unknown): string | null {
   return typeof message === 'string' && message !== '' ? message : null;
 }
 
-function span(value: unknown, resource: Attributes): ReceivedSpan {
+function span(value: unknown, resource: Attributes, scope: string | null): ReceivedSpan {
   const s = object(value, 'a span');
   const traceId = id(s.traceId);
   const spanId = id(s.spanId);
@@ -498,6 +500,7 @@ function span(value: unknown, resource: Attributes): ReceivedSpan {
     endUnixNano,
     attributes: attributes(s.attributes),
     resource,
+    scope,
     status: statusCode(s.status),
     statusMessage: statusMessage(s.status),
     events: list(s.events, 'events').map((item) => {
@@ -519,8 +522,10 @@ function spansOf(request: unknown): ReceivedSpan[] {
     const resourceSpans = object(rs, 'a resourceSpans entry');
     const resource = attributes(object(resourceSpans.resource, 'a resource').attributes);
     for (const ss of list(resourceSpans.scopeSpans, 'scopeSpans')) {
-      for (const item of list(object(ss, 'a scopeSpans entry').spans, 'spans'))
-        spans.push(span(item, resource));
+      const scopeSpans = object(ss, 'a scopeSpans entry');
+      const scopeName = object(scopeSpans.scope, 'a scope').name;
+      const scope = typeof scopeName === 'string' && scopeName !== '' ? scopeName : null;
+      for (const item of list(scopeSpans.spans, 'spans')) spans.push(span(item, resource, scope));
     }
   }
   return spans;

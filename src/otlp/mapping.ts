@@ -11,7 +11,16 @@ import {
 import { ToolOutcome } from '../domain/tool-outcome.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import { type IngestedSpan, refusalOf, type SpanStep } from '../ledger/ingest-spans.ts';
-import { Attr, CANCELLED_NOTIFICATION, integer, type Reading, readSpan, text } from './conventions.ts';
+import {
+  Attr,
+  CANCELLED_NOTIFICATION,
+  integer,
+  langChainToolMessage,
+  type Reading,
+  readSpan,
+  TRACELOOP_MCP_SCOPE,
+  text,
+} from './conventions.ts';
 import type { AttributeValue, ReceivedSpan } from './decode.ts';
 
 /**
@@ -44,8 +53,9 @@ function asText(value: AttributeValue | undefined): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** A result that says it failed: an MCP `CallToolResult` with `isError: true` (as the libraries record it, maybe wrapped once). */
+/** A result that says it failed: an MCP `CallToolResult` with `isError: true` (as the libraries record it, maybe wrapped once), or a LangChain `ToolMessage` of status `error`. */
 function resultIsError(value: AttributeValue | undefined): boolean {
+  if (langChainToolMessage(value)?.failed) return true;
   const json = asJson(value);
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
   if (json.isError === true || json.is_error === true) return true;
@@ -67,13 +77,23 @@ const durationMs = (span: ReceivedSpan) =>
 /** What no evidence says: the neutral start of `worseEnding`. */
 const COMPLETED_ENDING: RunEnding = { status: 'completed', reason: 'completed' };
 
-/** The span OpenLLMetry's MCP instrumentation records a client session as; its MCP requests hang under it. */
-const MCP_CLIENT_SESSION = 'mcp.client.session';
-
 /** How deep a span's ancestors are searched for the call it belongs to. */
 const MAX_ANCESTORS = 64;
 
 const keyOf = (traceId: string, spanId: string) => `${traceId}/${spanId}`;
+
+/**
+ * The server an MCP `initialize` span's answer names (`serverInfo.name`), as
+ * OpenLLMetry records it under its client session span; null for any other span.
+ */
+function initializedServer(span: ReceivedSpan): string | null {
+  if (span.scope !== TRACELOOP_MCP_SCOPE || span.name !== 'initialize.mcp') return null;
+  const answer = asJson(span.attributes.get(Attr.tlEntityOutput));
+  if (typeof answer !== 'object' || answer === null || Array.isArray(answer)) return null;
+  const info = answer.serverInfo;
+  if (typeof info !== 'object' || info === null || Array.isArray(info)) return null;
+  return typeof info.name === 'string' && info.name !== '' ? info.name : null;
+}
 
 /** The span's `exception` events, and an error recorded as attributes (`error.message`, `error.data`) as some bridges do. */
 function exceptionsOf(span: ReceivedSpan): SpanException[] {
@@ -119,17 +139,20 @@ class RequestSpans {
       this.#readings.set(span, readSpan(span));
       this.#byId.set(keyOf(span.traceId, span.spanId), span);
     }
+    // A client session's server, as its `initialize` answer names it, for the MCP requests under the session.
+    const sessionServers = new Map<string, string>();
     for (const span of spans) {
-      // A tool span an MCP client instrumentation records under its session span (OpenLLMetry's) is the
-      // MCP request of a call, whoever recorded the call itself.
+      const server = span.parentSpanId === null ? null : initializedServer(span);
+      if (server !== null) sessionServers.set(keyOf(span.traceId, span.parentSpanId ?? ''), server);
+    }
+    for (const span of spans) {
       const reading = this.reading(span);
-      const parent =
-        span.parentSpanId === null ? undefined : this.#byId.get(keyOf(span.traceId, span.parentSpanId));
-      if (reading.role === 'tool' && parent?.name === MCP_CLIENT_SESSION) {
-        this.#readings.set(span, { ...reading, role: 'mcp_call' });
-      }
       if (reading.role === 'tool' && reading.toolName !== null)
         add(this.#toolsByName, keyOf(span.traceId, reading.toolName), span);
+      const sessionServer =
+        span.parentSpanId === null ? undefined : sessionServers.get(keyOf(span.traceId, span.parentSpanId));
+      if (reading.role === 'mcp_call' && reading.server === null && sessionServer !== undefined)
+        this.#readings.set(span, { ...reading, server: sessionServer });
     }
     for (const span of spans) {
       const reading = this.reading(span);
@@ -352,6 +375,7 @@ export function mapSpans(received: readonly ReceivedSpan[]): IngestedSpan[] {
       traceId: span.traceId,
       spanId: span.spanId,
       startUnixNano: span.startUnixNano,
+      endUnixNano: span.endUnixNano,
       endedAt: nanosToDate(span.endUnixNano),
       conversationId: reading.conversationId,
       configuration: {

@@ -65,6 +65,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await http?.close();
   await api?.dispose();
+  // What was stored, scenario by scenario, for a reader of a failing run (of some libraries or all).
+  if (process.env.OTEL_OBSERVED)
+    writeFileSync(process.env.OTEL_OBSERVED, `${JSON.stringify(observed, null, 2)}\n`);
   const conformance: Conformance = {};
   for (const library of LIBRARIES) {
     const scenarios = observed[library.id];
@@ -75,9 +78,6 @@ afterAll(async () => {
       cells: cellsOf(scenarios as Record<Scenario, Observation>),
     };
   }
-  // What was stored, scenario by scenario, for a reader of a failing run.
-  if (process.env.OTEL_OBSERVED)
-    writeFileSync(process.env.OTEL_OBSERVED, `${JSON.stringify(observed, null, 2)}\n`);
   if (process.env.OTEL_CONFORMANCE === 'write') {
     writeFileSync(CONFORMANCE_FILE, `${JSON.stringify(conformance, null, 2)}\n`);
   }

@@ -19,6 +19,7 @@ interface SpanSpec {
   attributes?: Record<string, AttributeValue>;
   status?: ReceivedSpan['status'];
   statusMessage?: string;
+  scope?: string;
   exceptions?: Array<{ type?: string; message?: string }>;
   trace?: string;
 }
@@ -29,6 +30,7 @@ function span({
   attributes = {},
   status = 'unset',
   statusMessage,
+  scope,
   exceptions = [],
   trace = TRACE,
 }: SpanSpec): ReceivedSpan {
@@ -41,6 +43,7 @@ function span({
     endUnixNano: START + 5_000_000n,
     attributes: new Map(Object.entries(attributes)),
     resource: new Map([['service.name', 'agent-service']]),
+    scope: scope ?? null,
     status,
     statusMessage: statusMessage ?? null,
     events: exceptions.map((e) => ({
@@ -332,7 +335,7 @@ describe('OpenLLMetry / Traceloop', () => {
     ]);
   });
 
-  it("folds its MCP instrumentation's tool span (under mcp.client.session) into the SDK's tool span of the same call", () => {
+  it("folds its MCP instrumentation's tool span (its own scope, under mcp.client.session) into the SDK's tool span of the same call", () => {
     const workflow = span({
       name: 'support-agent.workflow',
       attributes: { 'traceloop.span.kind': 'workflow', 'traceloop.workflow.name': 'support-agent' },
@@ -355,6 +358,7 @@ describe('OpenLLMetry / Traceloop', () => {
       ...span({
         name: 'gzip.tool',
         parent: session,
+        scope: '@traceloop/instrumentation-mcp',
         status: 'error',
         attributes: {
           'traceloop.span.kind': 'tool',
@@ -368,6 +372,54 @@ describe('OpenLLMetry / Traceloop', () => {
     expect(steps([workflow, session, viaMcp, viaSdk])).toEqual([
       { tool: 'gzip', server: null, outcome: 'failed', code: null, content: '"Error processing file"' },
     ]);
+  });
+});
+
+describe("OpenLLMetry's LangChain instrumentation (LangGraph)", () => {
+  const toolMessage = (name: string, status: 'success' | 'error') =>
+    JSON.stringify({
+      lc: 1,
+      type: 'constructor',
+      id: ['langchain_core', 'messages', 'ToolMessage'],
+      kwargs: { status, content: 'Echo: hi', tool_call_id: 'call_7', name },
+    });
+
+  it("names a tool step after the ToolMessage it answered (not the tool's class), and reads status error as FAILED", () => {
+    const workflow = span({
+      name: 'support-agent.workflow',
+      attributes: { 'traceloop.span.kind': 'workflow', 'traceloop.workflow.name': 'support-agent' },
+    });
+    const tool = (status: 'success' | 'error') =>
+      span({
+        name: 'execute_tool DynamicStructuredTool',
+        parent: workflow,
+        attributes: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.provider.name': 'langchain',
+          'traceloop.span.kind': 'task',
+          'traceloop.entity.name': 'DynamicStructuredTool',
+          'traceloop.entity.output': toolMessage('echo', status),
+        },
+      });
+    expect(steps([workflow, tool('success'), tool('error')])).toEqual([
+      expect.objectContaining({ tool: 'echo', outcome: 'ok' }),
+      expect.objectContaining({ tool: 'echo', outcome: 'failed' }),
+    ]);
+  });
+
+  it("takes no configuration from a chain's class: a graph node is not the agent", () => {
+    const chain = span({
+      name: 'workflow RunnableSequence',
+      attributes: {
+        'gen_ai.operation.name': 'workflow',
+        'gen_ai.provider.name': 'langchain',
+        'traceloop.span.kind': 'workflow',
+        'traceloop.workflow.name': 'RunnableSequence',
+      },
+    });
+    const [mapped] = mapSpans([chain]);
+    expect(mapped?.configuration.agentName).toBeNull();
+    expect(mapped?.step).toBeNull();
   });
 });
 

@@ -73,11 +73,13 @@ describe.each(backendNames)('a tool call whose spans arrive in separate requests
     await api?.dispose();
   });
 
-  const send = async (span: ReturnType<typeof spanJson>) => {
+  const send = async (span: ReturnType<typeof spanJson>, scope?: string) => {
     const response = await api.server.fetch('http://runledger.test/v1/traces', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
-      body: JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [span] }] }] }),
+      body: JSON.stringify({
+        resourceSpans: [{ scopeSpans: [{ ...(scope ? { scope: { name: scope } } : {}), spans: [span] }] }],
+      }),
     });
     expect(response.status).toBe(200);
   };
@@ -139,4 +141,96 @@ describe.each(backendNames)('a tool call whose spans arrive in separate requests
     for (const span of call(configuration, order)) await send(span);
     expect(await stepsOf(configuration)).toEqual([{ toolName: 'slow', outcome: 'CANCELLED' }]);
   });
+
+  /**
+   * OpenLLMetry: its MCP instrumentation records the request under its client
+   * session span (its own scope), beside the SDK's tool span of the call; the
+   * two share only the tool's name and the time the request lies within.
+   */
+  const openLlmetryCalls = (configuration: string, calls: number, order: 'request first' | 'tool first') => {
+    const id = ids();
+    const session = `d${id.agent.slice(1)}`;
+    const sent: Array<{ span: ReturnType<typeof spanJson>; scope: string }> = [];
+    const sdk = '@traceloop/node-server-sdk';
+    const mcp = '@traceloop/instrumentation-mcp';
+    const tl = (kind: string, name: string) => [
+      attr('traceloop.span.kind', kind),
+      attr('traceloop.entity.name', name),
+    ];
+    for (let n = 0; n < calls; n += 1) {
+      const at = 10 + n * 20;
+      const tool = {
+        span: spanJson({
+          trace: id.trace,
+          id: `b${id.tool.slice(1, 15)}${n}`,
+          parent: id.agent,
+          name: 'echo.tool',
+          attributes: tl('tool', 'echo'),
+          offsetMs: [at, at + 10],
+          configuration,
+        }),
+        scope: sdk,
+      };
+      const request = {
+        span: spanJson({
+          trace: id.trace,
+          id: `c${id.request.slice(1, 15)}${n}`,
+          parent: session,
+          name: 'echo.tool',
+          attributes: [
+            ...tl('tool', 'echo'),
+            attr('traceloop.entity.output', n === 0 ? '{"result":"Echo: hi"}' : '{"isError":true}'),
+          ],
+          offsetMs: [at + 1, at + 9],
+          configuration,
+        }),
+        scope: mcp,
+      };
+      sent.push(...(order === 'request first' ? [request, tool] : [tool, request]));
+    }
+    sent.push({
+      span: spanJson({
+        trace: id.trace,
+        id: session,
+        parent: id.agent,
+        name: 'mcp.client.session',
+        attributes: tl('session', 'mcp.client.session'),
+        offsetMs: [1, 99],
+        configuration,
+      }),
+      scope: mcp,
+    });
+    sent.push({
+      span: spanJson({
+        trace: id.trace,
+        id: id.agent,
+        name: 'support-agent.workflow',
+        attributes: tl('workflow', 'support-agent'),
+        offsetMs: [0, 100],
+        configuration,
+      }),
+      scope: sdk,
+    });
+    return sent;
+  };
+
+  it.each(['request first', 'tool first'] as const)(
+    "is one step per call when OpenLLMetry's MCP request hangs under its session, the %s",
+    async (order) => {
+      const configuration = `openllmetry-${order.replace(' ', '-')}`;
+      for (const { span, scope } of openLlmetryCalls(configuration, 2, order)) await send(span, scope);
+      // Whichever span of a call came first is its step: the MCP request knows the isError answer, the SDK's span does not.
+      expect(await stepsOf(configuration)).toEqual(
+        order === 'request first'
+          ? [
+              { toolName: 'echo', outcome: 'OK' },
+              { toolName: 'echo', outcome: 'FAILED' },
+            ]
+          : [
+              { toolName: 'echo', outcome: 'OK' },
+              { toolName: 'echo', outcome: 'OK' },
+            ],
+      );
+    },
+  );
 });

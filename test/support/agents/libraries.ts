@@ -53,6 +53,19 @@ export const LIBRARIES: readonly LibraryInfo[] = [
     node: 20,
   },
   {
+    id: 'traceloop-langgraph',
+    title: 'OpenLLMetry (LangGraph)',
+    packages: [
+      '@traceloop/node-server-sdk',
+      '@traceloop/instrumentation-langchain',
+      '@langchain/langgraph',
+      '@langchain/core',
+      '@langchain/openai',
+      '@langchain/mcp-adapters',
+    ],
+    node: 20,
+  },
+  {
     id: 'ai-sdk-7',
     title: 'Vercel AI SDK 7 (@ai-sdk/otel)',
     packages: ['ai', '@ai-sdk/otel', '@ai-sdk/openai', '@ai-sdk/mcp'],

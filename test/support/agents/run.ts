@@ -12,6 +12,7 @@ export const LIBRARIES: Record<string, () => Promise<AgentLibrary>> = {
   'ai-sdk-6': async () => (await import('./ai-sdk-6.ts')).aiSdk6,
   openinference: async () => (await import('./openinference.ts')).openinference,
   traceloop: async () => (await import('./traceloop.ts')).traceloopAgent,
+  'traceloop-langgraph': async () => (await import('./traceloop-langgraph.ts')).traceloopLangGraph,
   'otel-genai': async () => (await import('./otel-genai.ts')).otelGenai,
 };
 
