@@ -372,6 +372,18 @@ describe('OpenLLMetry / Traceloop', () => {
     expect(steps([workflow, session, viaMcp, viaSdk])).toEqual([
       { tool: 'gzip', server: null, outcome: 'failed', code: null, content: '"Error processing file"' },
     ]);
+    // The session's initialize answer names the server (a stdio connection has no address).
+    const initialize = span({
+      name: 'initialize.mcp',
+      parent: session,
+      scope: '@traceloop/instrumentation-mcp',
+      attributes: {
+        'traceloop.entity.output': JSON.stringify({ serverInfo: { name: 'mcp-servers/everything' } }),
+      },
+    });
+    expect(steps([workflow, session, initialize, viaMcp, viaSdk])).toEqual([
+      expect.objectContaining({ tool: 'gzip', server: 'mcp-servers/everything', outcome: 'failed' }),
+    ]);
   });
 });
 
