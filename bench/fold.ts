@@ -103,7 +103,7 @@ async function lagWhileRecording(
         const committed = performance.now();
         for (;;) {
           const { rowCount } = await pool.query(
-            `SELECT 1 FROM tool_outcome_all_time WHERE tool_name = $1 AND ok > 0`,
+            `SELECT 1 FROM stats_owner_configuration_server_tool_all_time WHERE tool_name = $1 AND ok > 0`,
             [tool],
           );
           if (rowCount) break;

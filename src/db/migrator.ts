@@ -45,6 +45,36 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
     });
 }
 
+/**
+ * Repeatable definitions (`migrations/repeatable/NN_name.sql`): functions and
+ * derived tables that change, each stated once in a file of its own and
+ * applied again whenever its text changes, after every versioned migration,
+ * in the order of their names. A versioned migration never depends on them.
+ */
+export const REPEATABLE_DIR = fileURLToPath(new URL('../../migrations/repeatable/', import.meta.url));
+const REPEATABLE_NAME = /^(\d{2})_([a-z0-9_]+)\.sql$/;
+
+export interface Repeatable {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export function loadRepeatables(dir = REPEATABLE_DIR): Repeatable[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((file) => REPEATABLE_NAME.test(file))
+    .sort()
+    .map((file) => {
+      const sql = readFileSync(`${dir}/${file}`, 'utf8');
+      return {
+        name: file.replace(/\.sql$/, ''),
+        sql,
+        checksum: createHash('sha256').update(sql).digest('hex'),
+      };
+    });
+}
+
 /** The schema after migration `version`, in one script: what a fresh database is created from. */
 export interface Baseline {
   version: number;
@@ -71,6 +101,8 @@ export interface MigrateOptions {
   migrations?: Migration[];
   /** A fresh database's one step (default: the newest in migrations/baseline); null: every migration, one by one. */
   baseline?: Baseline | null;
+  /** The repeatable definitions (default: migrations/repeatable), applied once every migration is. */
+  repeatables?: Repeatable[];
 }
 
 interface AppliedRow {
@@ -117,6 +149,11 @@ export async function migrate(handle: DatabaseHandle, options: MigrateOptions = 
       for (const migration of pending.filter((m) => !covered.includes(m))) {
         await applyOne(session, migration);
         log(`applied ${label(migration)}`);
+      }
+      const latest = Math.max(0, ...migrations.map((m) => m.version));
+      if (target >= latest) {
+        for (const name of await applyRepeatables(session, options.repeatables ?? loadRepeatables()))
+          log(`applied ${name} again (its definition changed)`);
       }
       return pending;
     } finally {
@@ -199,6 +236,46 @@ async function applyOne(session: Session, migration: Migration): Promise<void> {
       cause: error,
     });
   }
+}
+
+/**
+ * The repeatable definitions whose text differs from the one applied last,
+ * applied in one transaction, in order: a definition that depends on another
+ * (a table made again and refilled by a function) sees it as changed.
+ */
+async function applyRepeatables(session: Session, repeatables: Repeatable[]): Promise<string[]> {
+  await session.exec(`CREATE TABLE IF NOT EXISTS runledger_repeatables (
+    name text PRIMARY KEY,
+    checksum text NOT NULL,
+    applied_at timestamp with time zone NOT NULL DEFAULT now()
+  )`);
+  const applied = new Map(
+    (
+      await session.query<{ name: string; checksum: string }>(
+        'SELECT name, checksum FROM runledger_repeatables',
+      )
+    ).map((row) => [row.name, row.checksum]),
+  );
+  const changed = repeatables.filter((r) => applied.get(r.name) !== r.checksum);
+  if (changed.length === 0) return [];
+  await session.exec('BEGIN');
+  try {
+    for (const repeatable of changed) {
+      await session.exec(repeatable.sql);
+      await session.query(
+        `INSERT INTO runledger_repeatables (name, checksum) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()`,
+        [repeatable.name, repeatable.checksum],
+      );
+    }
+    await session.exec('COMMIT');
+  } catch (error) {
+    await session.exec('ROLLBACK');
+    throw new MigrationError('MIGRATION_FAILED', `the repeatable definitions failed: ${String(error)}`, {
+      cause: error,
+    });
+  }
+  return changed.map((r) => r.name);
 }
 
 /** The version the database is at, 0 when nothing is applied. */

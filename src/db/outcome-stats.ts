@@ -21,6 +21,7 @@ import {
 import { BUCKET_MS, type BucketSpec, type StatsRange } from '../domain/time-buckets.ts';
 import type { ToolOutcome } from '../domain/tool-outcome.ts';
 import { type Database, selectRows } from './connection.ts';
+import { durationsTableOf, rollupTable } from './rollup-sql.ts';
 import { outcomeTallySql, statedOutcomeSql } from './stated-outcome-sql.ts';
 import { bucketSql, epochMsSql, inList, textArrayLiteral, unitStartSql } from './stats-sql.ts';
 
@@ -263,66 +264,18 @@ const HOURLY = {
   epochMs: epochMsSql(sql`hour`),
 };
 
-/** The tables of the domain's rollups (migrations 0005, 0012, 0019, 0020, 0021, 0024, 0025, 0026, 0027, 0028, 0030 and 0035). */
-const TABLES: Readonly<Record<RollupName, string>> = {
-  serverDaily: 'tool_outcome_server_daily',
-  serverToolDaily: 'tool_outcome_daily',
-  ownerConfigurationDaily: 'tool_outcome_owner_configuration_daily',
-  ownerToolDaily: 'tool_outcome_owner_tool_daily',
-  ownerConfigurationServerDaily: 'tool_outcome_owner_configuration_server_daily',
-  everyKeyDaily: 'tool_outcome_owner_daily',
-  serverHourly: 'tool_outcome_server_hourly',
-  ownerConfigurationHourly: 'tool_outcome_owner_configuration_hourly',
-  everyKeyHourly: 'tool_outcome_hourly',
-  ownerWeekly: 'tool_outcome_owner_weekly',
-  serverToolWeekly: 'tool_outcome_server_tool_weekly',
-  ownerConfigurationWeekly: 'tool_outcome_owner_configuration_weekly',
-  ownerServerWeekly: 'tool_outcome_owner_server_weekly',
-  configurationServerWeekly: 'tool_outcome_configuration_server_weekly',
-  ownerToolWeekly: 'tool_outcome_owner_tool_weekly',
-  ownerConfigurationServerWeekly: 'tool_outcome_owner_configuration_server_weekly',
-  configurationToolWeekly: 'tool_outcome_configuration_tool_weekly',
-  ownerConfigurationToolWeekly: 'tool_outcome_owner_configuration_tool_weekly',
-  everyKeyWeekly: 'tool_outcome_weekly',
-  everyKeyAllTime: 'tool_outcome_all_time',
-  ownerConfigurationToolAllTime: 'tool_outcome_owner_configuration_tool_all_time',
-  ownerConfigurationServerAllTime: 'tool_outcome_owner_configuration_server_all_time',
-  configurationServerToolAllTime: 'tool_outcome_configuration_server_tool_all_time',
-  ownerServerToolAllTime: 'tool_outcome_owner_server_tool_all_time',
-  ownerServerAllTime: 'tool_outcome_owner_server_all_time',
-  configurationServerAllTime: 'tool_outcome_configuration_server_all_time',
-};
 /** Every call ever recorded: the plan reads the whole table, less what lies outside the range elsewhere. */
 const ALL_TIME = { since: () => null, until: () => null, epochMs: null };
 const TIME_COLUMNS = { hour: HOURLY, day: DAILY, week: WEEKLY, all: ALL_TIME } as const;
-
-/**
- * The rollups keyed by all four fields keep their histograms beside them
- * (migration 0023), a row per key, unit and duration bucket with calls: they
- * hold about a row per call or two, whose 65 counts were one or two not zero.
- */
-const DURATIONS_TABLES: Partial<Readonly<Record<RollupName, string>>> = {
-  everyKeyDaily: 'tool_outcome_owner_daily_durations',
-  everyKeyHourly: 'tool_outcome_hourly_durations',
-};
-
-/**
- * The rollup of all time keeps its histograms in a table of its own, a row per
- * key (migration 0027): a ranking's first pass reads its counts alone, and
- * the second finds the histograms of the groups returned by their key.
- */
-const HISTOGRAMS_TABLES: Partial<Readonly<Record<RollupName, string>>> = {
-  everyKeyAllTime: 'tool_outcome_all_time_durations',
-};
 
 const ROLLUPS = new Map<RollupName, Rollup>(
   OUTCOME_ROLLUPS.map((rollup) => [
     rollup.name,
     {
       ...rollup,
-      table: TABLES[rollup.name],
-      durationsTable: DURATIONS_TABLES[rollup.name] ?? null,
-      histogramsTable: HISTOGRAMS_TABLES[rollup.name] ?? null,
+      table: rollupTable(rollup),
+      durationsTable: rollup.durations === 'beside' ? durationsTableOf(rollup) : null,
+      histogramsTable: rollup.durations === 'apart' ? durationsTableOf(rollup) : null,
       ...TIME_COLUMNS[rollup.grain],
     },
   ]),
@@ -382,36 +335,32 @@ function rollupConditions(
 }
 
 /**
- * Rollups with indexes led by fields of their key, then the time (migrations
- * 0022, 0028, 0033, 0034 and 0036): each index's fields in its order, and how many
- * of the first a grouping must fix. A group of those first fields is one
- * range of the index: its units, and any other field's values in them, read
- * together (a group fixing fewer would read too many such values). The
- * weekly ones hold the counts after the week (0038), so a ranking's first
- * pass reads a range's counts from the index, not the rows with their histograms.
+ * Rollups with indexes led by fields of their key, then the time, that hold
+ * the columns summed (the catalogue's indexes `withCounts`): each index's
+ * fields in its order, and how many of the first a grouping must fix. A group
+ * of those first fields is one range of the index: its units, and any other
+ * field's values in them, read together (a group fixing fewer would read too
+ * many such values); a ranking's first pass reads a range's counts from the
+ * index, not the rows with their histograms.
  */
 const INDEXED_BY_GROUP: ReadonlyMap<
   RollupName,
   ReadonlyArray<{ fields: readonly OutcomeDimension[]; least: number }>
-> = new Map([
-  ['ownerServerWeekly', [{ fields: ['owner', 'server'], least: 2 }]],
-  ['configurationServerWeekly', [{ fields: ['configuration', 'server'], least: 2 }]],
-  ['ownerConfigurationServerWeekly', [{ fields: ['owner', 'configuration', 'server'], least: 3 }]],
-  ['ownerConfigurationToolWeekly', [{ fields: ['owner', 'configuration', 'tool'], least: 3 }]],
-  // Its durations too: grouped by all four fields, by owner, server and tool (a group's few
-  // configurations, one each on most owners, read with it; the durations have one more index with
-  // the day after the tool, so such a group reads the range's days alone, migration 0037) or by
-  // configuration, server and tool (its few owners: that index has the day before the owner, so it
-  // reads the range's days of them alone). Each index holds the columns summed (the counts; in the
-  // durations' indexes the bucket and its calls), so a group is read without the table (0036).
-  [
-    'everyKeyDaily',
-    [
-      { fields: ['owner', 'server', 'tool', 'configuration'], least: 3 },
-      { fields: ['configuration', 'server', 'tool', 'owner'], least: 3 },
-    ],
-  ],
-]);
+> = new Map(
+  OUTCOME_ROLLUPS.map((rollup) => [
+    rollup.name,
+    (rollup.indexes ?? []).flatMap((index) =>
+      index.kind === 'fields' && index.withCounts && index.durations !== 'only'
+        ? [
+            {
+              fields: index.fields.filter((field): field is OutcomeDimension => field !== 'time'),
+              least: index.groupsFrom ?? index.fields.indexOf('time'),
+            },
+          ]
+        : [],
+    ),
+  ]),
+);
 
 /**
  * Only some groups, each of whose rows is found by the rollup's index on its
@@ -1542,9 +1491,9 @@ export async function callsOnRecord(db: Database): Promise<CallsOnRecord> {
     sql`select ${epochMsSql(sql`least(min(hour), (select min(hour) from tool_call_changes))`)} as first,
                ${epochMsSql(sql`greatest(max(hour), (select max(hour) from tool_call_changes))`)} as last,
                (select array_agg(coalesce(c.reltuples, -1)::float8 order by t.i)
-                  from unnest(${textArrayLiteral(names.map((name) => TABLES[name]))}::text[]) with ordinality as t(name, i)
+                  from unnest(${textArrayLiteral(names.map((name) => rollupTable({ name })))}::text[]) with ordinality as t(name, i)
                   left join pg_class as c on c.oid = to_regclass(t.name)) as estimates
-          from tool_outcome_server_hourly`,
+          from ${sql.raw(rollupTable({ name: 'serverHourly' }))}`,
   );
   const rollupRows: Partial<Record<RollupName, number>> = {};
   names.forEach((name, i) => {

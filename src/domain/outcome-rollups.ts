@@ -30,10 +30,10 @@ export type RollupName =
   | 'ownerConfigurationDaily'
   | 'ownerToolDaily'
   | 'ownerConfigurationServerDaily'
-  | 'everyKeyDaily'
+  | 'ownerConfigurationServerToolDaily'
   | 'serverHourly'
   | 'ownerConfigurationHourly'
-  | 'everyKeyHourly'
+  | 'ownerConfigurationServerToolHourly'
   | 'ownerWeekly'
   | 'serverToolWeekly'
   | 'ownerConfigurationWeekly'
@@ -43,8 +43,8 @@ export type RollupName =
   | 'ownerConfigurationServerWeekly'
   | 'configurationToolWeekly'
   | 'ownerConfigurationToolWeekly'
-  | 'everyKeyWeekly'
-  | 'everyKeyAllTime'
+  | 'ownerConfigurationServerToolWeekly'
+  | 'ownerConfigurationServerToolAllTime'
   | 'ownerConfigurationToolAllTime'
   | 'ownerConfigurationServerAllTime'
   | 'configurationServerToolAllTime'
@@ -52,76 +52,362 @@ export type RollupName =
   | 'ownerServerAllTime'
   | 'configurationServerAllTime';
 
+/**
+ * Where a rollup keeps the histograms of its calls' durations:
+ * - `inline`: in its rows, an array of a count per duration bucket;
+ * - `beside`: in a table beside it, a row per key, unit and duration bucket
+ *   with calls (a rollup keyed by every field holds about a row per call or
+ *   two, whose arrays would be all but empty);
+ * - `apart`: in a table beside it, a row per key with its array (a ranking's
+ *   first pass reads the counts alone, the second the histograms of the groups
+ *   it returns);
+ * - `none`: it keeps none, and answers only a request that reads none.
+ */
+export type RollupDurations = 'inline' | 'beside' | 'apart' | 'none';
+
+/** A key field, or the rollup's unit of time. */
+export type RollupColumn = OutcomeDimension | 'time';
+
+/**
+ * An index of a rollup beside its primary key, for a read it serves (its
+ * name, short: a table's name and the index's must fit in 63 characters):
+ * - `fields`: a B-tree on these columns, then the counts when `withCounts`
+ *   (a read of a group's counts from the index alone), in byte order (`C`)
+ *   when `byteOrder` (a walk in the order names are compared in);
+ * - `calls`: on the calls of a row (ok + failed + cancelled), to find the
+ *   largest groups first;
+ * - `failureRate` / `failures`: descending, then the key in byte order, to
+ *   rank groups by failure rate or failures without sorting them.
+ * A `beside` table of durations takes an index of `fields` as well when
+ * `durations` says so, its bucket and calls after them.
+ */
+export type RollupIndex =
+  | {
+      kind: 'fields';
+      name: string;
+      fields: readonly RollupColumn[];
+      withCounts?: true;
+      byteOrder?: true;
+      /** Also on the durations beside it; `only`: there alone. */
+      durations?: 'also' | 'only';
+      /**
+       * With `withCounts`: a grouping by at least this many of its first key
+       * fields reads each group as one range of it (default: every key field
+       * before the unit of time).
+       */
+      groupsFrom?: number;
+    }
+  | { kind: 'calls' | 'failureRate' | 'failures'; name: string; fields?: readonly OutcomeDimension[] };
+
 export interface RollupDefinition {
+  /** Its key fields and unit: `ownerToolDaily` is keyed by owner and tool, a row per UTC day. */
   name: RollupName;
   grain: RollupSpan;
+  /** Its key fields, in the order of its primary key after its unit of time. */
   dimensions: readonly OutcomeDimension[];
-  /** It keeps no histograms: it answers only a request that reads none (a ranking's first pass). */
-  countsOnly?: true;
+  durations: RollupDurations;
+  indexes?: readonly RollupIndex[];
+  /** The requests it answers (a part of), for the design's table. */
+  serves: string;
 }
 
-const EVERY_KEY: readonly OutcomeDimension[] = ['owner', 'configuration', 'server', 'tool'];
+/** The key fields in the order a rollup's name lists them. */
+export const NAME_ORDER: readonly OutcomeDimension[] = ['owner', 'configuration', 'server', 'tool'];
+const GRAIN_NAMES: Readonly<Record<RollupSpan, string>> = {
+  hour: 'Hourly',
+  day: 'Daily',
+  week: 'Weekly',
+  all: 'AllTime',
+};
 
+/** The name a rollup of these fields and this unit has: its fields in NAME_ORDER, then its unit. */
+export function rollupNameOf(grain: RollupSpan, dimensions: readonly OutcomeDimension[]): string {
+  const fields = NAME_ORDER.filter((field) => dimensions.includes(field));
+  const words = fields.map((field, i) => (i === 0 ? field : field[0]?.toUpperCase() + field.slice(1)));
+  return `${words.join('')}${GRAIN_NAMES[grain]}`;
+}
+
+/** Whether a rollup keeps histograms: one that keeps none answers only counts. */
+export const keepsDurations = (rollup: RollupDefinition) => rollup.durations !== 'none';
+
+const EVERY_KEY: readonly OutcomeDimension[] = ['owner', 'configuration', 'server', 'tool'];
+/** An index led by the owner, then the unit: an actor who reads only its own runs. */
+const BY_OWNER: RollupIndex = { kind: 'fields', name: 'owner', fields: ['owner', 'time'] };
+/** The indexes a ranking of all time walks: the largest groups, and the groups in the order of their names. */
+const RANKED = (keyOrder: readonly OutcomeDimension[], byRate: boolean): RollupIndex[] => [
+  { kind: 'calls', name: 'calls' },
+  ...(byRate
+    ? [
+        { kind: 'failureRate', name: 'rate', fields: keyOrder } as const,
+        { kind: 'failures', name: 'failures', fields: keyOrder } as const,
+      ]
+    : []),
+  { kind: 'fields', name: 'order', fields: keyOrder, byteOrder: true },
+];
+/** A group's weeks, and their counts, from the index alone (a ranking's first pass over weeks). */
+const GROUP_WEEKS = (fields: readonly OutcomeDimension[]): RollupIndex => ({
+  kind: 'fields',
+  name: 'group',
+  fields: [...fields, 'time'],
+  withCounts: true,
+});
+
+/**
+ * The catalogue: every rollup, what it is keyed by, what its rows hold and
+ * the indexes its reads need. The tables, the fold's statements, the
+ * recount, the statements that read them (src/db/rollup-sql.ts,
+ * src/db/outcome-stats.ts), the tests' lists and the table in
+ * docs/statistics-design.md are made from it.
+ */
 export const OUTCOME_ROLLUPS: readonly RollupDefinition[] = [
-  { name: 'serverDaily', grain: 'day', dimensions: ['server'] },
-  { name: 'serverToolDaily', grain: 'day', dimensions: ['server', 'tool'] },
-  { name: 'ownerConfigurationDaily', grain: 'day', dimensions: ['owner', 'configuration'] },
-  { name: 'ownerToolDaily', grain: 'day', dimensions: ['owner', 'tool'] },
-  { name: 'ownerConfigurationServerDaily', grain: 'day', dimensions: ['owner', 'configuration', 'server'] },
-  { name: 'everyKeyDaily', grain: 'day', dimensions: EVERY_KEY },
-  { name: 'serverHourly', grain: 'hour', dimensions: ['server'] },
-  { name: 'ownerConfigurationHourly', grain: 'hour', dimensions: ['owner', 'configuration'] },
-  { name: 'everyKeyHourly', grain: 'hour', dimensions: EVERY_KEY },
+  {
+    name: 'serverDaily',
+    serves: 'no grouping, or by server',
+    grain: 'day',
+    dimensions: ['server'],
+    durations: 'inline',
+  },
+  {
+    name: 'serverToolDaily',
+    serves: 'by tool, by server and tool',
+    grain: 'day',
+    dimensions: ['server', 'tool'],
+    durations: 'inline',
+    indexes: [{ kind: 'fields', name: 'server', fields: ['server', 'time'] }],
+  },
+  {
+    name: 'ownerConfigurationDaily',
+    serves: 'by owner, by configuration, and both; an own-runs actor without server or tool',
+    grain: 'day',
+    dimensions: ['owner', 'configuration'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'ownerToolDaily',
+    serves: 'owner × tool; an own-runs actor by tool',
+    grain: 'day',
+    dimensions: ['owner', 'tool'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'ownerConfigurationServerDaily',
+    serves: 'owner × server, configuration × server; an own-runs actor by server',
+    grain: 'day',
+    dimensions: ['owner', 'configuration', 'server'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    // Grouped by all four fields, by owner, server and tool (a group's few configurations, one each on
+    // most owners, read with it; the durations have one more index with the day after the tool, so such
+    // a group reads the range's days alone) or by configuration, server and tool (its few owners: that
+    // index has the day before the owner). Each index holds the columns summed, so a group is read
+    // without the table.
+    name: 'ownerConfigurationServerToolDaily',
+    serves:
+      "everything else by day (configuration × tool, owner × configuration × tool, owner × server × tool, all four); the histograms of a ranking's groups",
+    grain: 'day',
+    dimensions: EVERY_KEY,
+    durations: 'beside',
+    indexes: [
+      {
+        kind: 'fields',
+        name: 'group',
+        fields: ['owner', 'server', 'tool', 'configuration', 'time'],
+        withCounts: true,
+        durations: 'also',
+        groupsFrom: 3,
+      },
+      {
+        kind: 'fields',
+        name: 'cgroup',
+        fields: ['configuration', 'server', 'tool', 'time', 'owner'],
+        withCounts: true,
+        durations: 'also',
+        groupsFrom: 3,
+      },
+      {
+        kind: 'fields',
+        name: 'toolday',
+        fields: ['owner', 'server', 'tool', 'time'],
+        withCounts: true,
+        durations: 'only',
+      },
+    ],
+  },
+  {
+    name: 'serverHourly',
+    serves: 'the hours of no grouping or by server; the hours on record',
+    grain: 'hour',
+    dimensions: ['server'],
+    durations: 'inline',
+  },
+  {
+    name: 'ownerConfigurationHourly',
+    serves: 'the hours of by owner and by configuration',
+    grain: 'hour',
+    dimensions: ['owner', 'configuration'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'ownerConfigurationServerToolHourly',
+    serves: 'the hours of everything else',
+    grain: 'hour',
+    dimensions: EVERY_KEY,
+    durations: 'beside',
+    indexes: [{ ...BY_OWNER, durations: 'also' }],
+  },
   // Weeks where a day holds many rows (many owners and configurations, and
   // their servers): a week's row is read instead of seven days' rows.
   // Keyed by exactly the fields of the groupings asked most: a row per key and week, where a
   // rollup keyed by more fields holds one per value of the others.
-  { name: 'ownerWeekly', grain: 'week', dimensions: ['owner'] },
-  { name: 'serverToolWeekly', grain: 'week', dimensions: ['server', 'tool'] },
-  { name: 'ownerConfigurationWeekly', grain: 'week', dimensions: ['owner', 'configuration'] },
-  { name: 'ownerServerWeekly', grain: 'week', dimensions: ['owner', 'server'] },
-  { name: 'configurationServerWeekly', grain: 'week', dimensions: ['configuration', 'server'] },
-  { name: 'ownerToolWeekly', grain: 'week', dimensions: ['owner', 'tool'] },
-  { name: 'ownerConfigurationServerWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'server'] },
-  { name: 'configurationToolWeekly', grain: 'week', dimensions: ['configuration', 'tool'] },
-  { name: 'ownerConfigurationToolWeekly', grain: 'week', dimensions: ['owner', 'configuration', 'tool'] },
+  {
+    name: 'ownerWeekly',
+    serves: 'by owner; an own-runs actor without server, tool or configuration',
+    grain: 'week',
+    dimensions: ['owner'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'serverToolWeekly',
+    serves: 'by tool, server × tool',
+    grain: 'week',
+    dimensions: ['server', 'tool'],
+    durations: 'inline',
+  },
+  {
+    name: 'ownerConfigurationWeekly',
+    serves: 'by configuration, owner × configuration',
+    grain: 'week',
+    dimensions: ['owner', 'configuration'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'ownerServerWeekly',
+    serves: 'owner × server; an own-runs actor by server',
+    grain: 'week',
+    dimensions: ['owner', 'server'],
+    durations: 'inline',
+    indexes: [GROUP_WEEKS(['owner', 'server'])],
+  },
+  {
+    name: 'configurationServerWeekly',
+    serves: 'configuration × server',
+    grain: 'week',
+    dimensions: ['configuration', 'server'],
+    durations: 'inline',
+    indexes: [GROUP_WEEKS(['configuration', 'server'])],
+  },
+  {
+    name: 'ownerToolWeekly',
+    serves: 'owner × tool; an own-runs actor by tool',
+    grain: 'week',
+    dimensions: ['owner', 'tool'],
+    durations: 'inline',
+    indexes: [BY_OWNER],
+  },
+  {
+    name: 'ownerConfigurationServerWeekly',
+    serves: 'owner × configuration × server',
+    grain: 'week',
+    dimensions: ['owner', 'configuration', 'server'],
+    durations: 'inline',
+    indexes: [GROUP_WEEKS(['owner', 'configuration', 'server'])],
+  },
+  {
+    name: 'configurationToolWeekly',
+    serves: 'configuration × tool',
+    grain: 'week',
+    dimensions: ['configuration', 'tool'],
+    durations: 'inline',
+  },
+  {
+    name: 'ownerConfigurationToolWeekly',
+    serves: 'owner × configuration × tool; an own-runs actor by configuration and tool',
+    grain: 'week',
+    dimensions: ['owner', 'configuration', 'tool'],
+    durations: 'inline',
+    indexes: [GROUP_WEEKS(['owner', 'configuration', 'tool'])],
+  },
   // Every field, counts alone: the weeks of a ranking's first pass none of the above answers (all
   // four fields, owner or configuration x server x tool). Its histograms would cost every write
   // a row per duration bucket and key; the groups returned read theirs from the days.
-  { name: 'everyKeyWeekly', grain: 'week', dimensions: EVERY_KEY, countsOnly: true },
+  {
+    name: 'ownerConfigurationServerToolWeekly',
+    serves:
+      "a ranking's first pass of all four fields, owner × server × tool and configuration × server × tool, where its weeks hold at most half the rows of the days",
+    grain: 'week',
+    dimensions: EVERY_KEY,
+    durations: 'none',
+  },
   // Every call ever recorded, per key: a range holding most of the calls is read as all of them
   // less those outside it, where the daily rollup keyed by every field holds about a row per call.
   // Counts alone keyed by exactly the fields of groupings with many groups, whose groups the rows
   // keyed by every field would sum a hash entry each.
   {
     name: 'configurationServerAllTime',
+    serves: "a ranking's first pass of configuration × server",
     grain: 'all',
     dimensions: ['configuration', 'server'],
-    countsOnly: true,
+    durations: 'none',
+    indexes: RANKED(['server', 'configuration'], false),
   },
-  { name: 'ownerServerAllTime', grain: 'all', dimensions: ['owner', 'server'], countsOnly: true },
+  {
+    name: 'ownerServerAllTime',
+    serves: 'the first pass of owner × server, and of an own-runs actor by server',
+    grain: 'all',
+    dimensions: ['owner', 'server'],
+    durations: 'none',
+    indexes: RANKED(['server', 'owner'], false),
+  },
   {
     name: 'ownerConfigurationToolAllTime',
+    serves: 'the first pass of owner × configuration × tool, configuration × tool, owner × tool',
     grain: 'all',
     dimensions: ['owner', 'configuration', 'tool'],
-    countsOnly: true,
+    durations: 'none',
+    indexes: RANKED(['tool', 'configuration', 'owner'], false),
   },
   {
     name: 'ownerConfigurationServerAllTime',
+    serves: 'the first pass of owner × configuration × server',
     grain: 'all',
     dimensions: ['owner', 'configuration', 'server'],
-    countsOnly: true,
+    durations: 'none',
+    indexes: RANKED(['server', 'configuration', 'owner'], false),
   },
   {
     name: 'configurationServerToolAllTime',
+    serves: 'the first pass of configuration × server × tool',
     grain: 'all',
-    dimensions: ['configuration', 'server', 'tool'],
-    countsOnly: true,
+    dimensions: ['server', 'tool', 'configuration'],
+    durations: 'none',
+    indexes: RANKED(['server', 'tool', 'configuration'], true),
   },
-  { name: 'ownerServerToolAllTime', grain: 'all', dimensions: ['owner', 'server', 'tool'], countsOnly: true },
+  {
+    name: 'ownerServerToolAllTime',
+    serves: 'the first pass of owner × server × tool',
+    grain: 'all',
+    dimensions: ['server', 'tool', 'owner'],
+    durations: 'none',
+    indexes: RANKED(['server', 'tool', 'owner'], true),
+  },
   // Every call ever recorded, per key of all four fields, with histograms: what the others count,
   // and the histograms of the groups a ranking returns.
-  { name: 'everyKeyAllTime', grain: 'all', dimensions: EVERY_KEY },
+  {
+    name: 'ownerConfigurationServerToolAllTime',
+    serves:
+      'the counts of all four fields; the histograms of the second pass of the groupings with server and tool',
+    grain: 'all',
+    dimensions: ['server', 'tool', 'owner', 'configuration'],
+    durations: 'apart',
+    indexes: RANKED(['server', 'tool', 'configuration', 'owner'], true),
+  },
 ];
 
 /** What a request asks of the rows: the fields it groups and filters by, and whether it filters by outcome. */
@@ -197,7 +483,7 @@ function rollupsCovering(
   return OUTCOME_ROLLUPS.filter(
     (rollup) =>
       rollup.grain === grain &&
-      (countsOnly || !rollup.countsOnly) &&
+      (countsOnly || keepsDurations(rollup)) &&
       needed.every((field) => rollup.dimensions.includes(field)),
   );
 }
@@ -423,7 +709,7 @@ const WEEKLY_ROWS_SHARE = 0.5;
  * than the days it sums).
  */
 function weeksPay(rollup: RollupDefinition, finer: Tier, request: RollupRequest): boolean {
-  if (rollup.grain !== 'week' || !rollup.countsOnly || rollup.dimensions.length < finer.dimensions.length)
+  if (rollup.grain !== 'week' || keepsDurations(rollup) || rollup.dimensions.length < finer.dimensions.length)
     return true;
   const weekly = request.rollupRows?.[rollup.name];
   const daily = request.rollupRows?.[finer.source];

@@ -2,15 +2,9 @@
 // INTERNAL_SERVER_ERROR: counters past 2^31 are SafeInt, sums fit their columns, dates outside
 // 1970-01-01..9999-12-31 and impossible calendar dates are BAD_USER_INPUT, cursors and global ids
 // that point nowhere are refused or null.
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  runSteps,
-  runs,
-  stepRequests,
-  toolOutcomeDaily,
-  toolOutcomeServerDaily,
-} from '../../drizzle/schema.ts';
+import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import { outcomeStatsCells } from '../../src/db/outcome-stats.ts';
 import { DURATION_BUCKETS } from '../../src/domain/duration-histogram.ts';
 import { encodeCursor, runListHash, stepListHash } from '../../src/graphql/ids.ts';
@@ -131,10 +125,14 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
       { ...calls, day: '2026-01-02', ok: 2_500_000_000, cancelled: 2_200_000_000 },
     ];
     // By server from the (day, server) rollup; by server and tool from the (day, server, tool) one.
-    await db().insert(toolOutcomeServerDaily).values(days);
-    await db()
-      .insert(toolOutcomeDaily)
-      .values(days.map((day) => ({ ...day, toolName: 'ping' })));
+    for (const day of days) {
+      await db().execute(
+        sql`insert into stats_server_daily (day, server, ok, failed, cancelled) values (${day.day}, ${day.server}, ${day.ok}, ${day.failed}, ${day.cancelled})`,
+      );
+      await db().execute(
+        sql`insert into stats_server_tool_daily (day, server, tool_name, ok, failed, cancelled) values (${day.day}, ${day.server}, 'ping', ${day.ok}, ${day.failed}, ${day.cancelled})`,
+      );
+    }
     for (const groupBy of ['SERVER', 'SERVER, TOOL']) {
       const stats = await api.query<{
         toolOutcomeStats: { groups: Array<{ counts: Record<string, number> }> };
@@ -155,12 +153,14 @@ describe.each(backendNames)('numbers and dates at their bounds (%s)', (backend) 
       Array.from({ length: DURATION_BUCKETS }, (_, bucket) =>
         bucket === 0 ? first : bucket === 5 ? sixth : 0,
       );
-    await db()
-      .insert(toolOutcomeServerDaily)
-      .values([
-        { day: '2026-02-01', server: 'heavy', ok: 1, durations: histogram(2 ** 52 + 1, 3) },
-        { day: '2026-02-02', server: 'heavy', ok: 1, durations: histogram(2 ** 52 - 2, 4) },
-      ]);
+    for (const [day, durations] of [
+      ['2026-02-01', histogram(2 ** 52 + 1, 3)],
+      ['2026-02-02', histogram(2 ** 52 - 2, 4)],
+    ] as const) {
+      await db().execute(
+        sql`insert into stats_server_daily (day, server, ok, durations) values (${day}, 'heavy', 1, ${`{${durations.join(',')}}`}::bigint[])`,
+      );
+    }
     const cells = await outcomeStatsCells(db(), {
       groupBy: ['server'],
       range: { from: new Date('2026-02-01T00:00:00Z'), to: new Date('2026-02-03T00:00:00Z') },

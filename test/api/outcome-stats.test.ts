@@ -536,7 +536,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     // Rollup rows stay when their calls are deleted, at zero: the ranking reads them and must drop them.
     const [zeroRows] = await selectRows<{ count: number }>(
       db,
-      sql`select count(*)::int as count from tool_outcome_weekly
+      sql`select count(*)::int as count from stats_owner_configuration_server_tool_weekly
            where owner = 'carol' and ok + failed + cancelled = 0`,
     );
     expect(zeroRows?.count).toBeGreaterThan(0);
@@ -547,7 +547,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       to: new Date(BASE + 12 * DAY - 23 * 60_000),
     };
     const weeksSmallest = Object.fromEntries(
-      OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.name === 'everyKeyWeekly' ? 1 : 1_000_000]),
+      OUTCOME_ROLLUPS.map((rollup) => [
+        rollup.name,
+        rollup.name === 'ownerConfigurationServerToolWeekly' ? 1 : 1_000_000,
+      ]),
     );
     for (const range of [weeks, { from: new Date(from), to: new Date(to) }])
       for (const groupBy of [
@@ -683,7 +686,7 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     const { recorded } = await callsOnRecord(db);
     // configuration x server x tool: its groups of all time hold every owner's calls, alice's among them.
     const groupBy: OutcomeDimension[] = ['configuration', 'server', 'tool'];
-    const directory = /\btool_outcome_configuration_server_tool_all_time\b/;
+    const directory = /\bstats_configuration_server_tool_all_time\b/;
     for (const orderBy of ['key', 'total', 'failed'] as const)
       for (const owners of [null, ['alice']]) {
         const query: StatsQuery = { groupBy, range, spec: null, now: range.to, owners };
@@ -1211,7 +1214,10 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
       // And as if the weekly rollup keyed by every field held a row per key and month: it reads the weeks
       // of a range of weeks.
       const weeksSmallest = Object.fromEntries(
-        OUTCOME_ROLLUPS.map((rollup) => [rollup.name, rollup.name === 'everyKeyWeekly' ? 1 : 1_000_000]),
+        OUTCOME_ROLLUPS.map((rollup) => [
+          rollup.name,
+          rollup.name === 'ownerConfigurationServerToolWeekly' ? 1 : 1_000_000,
+        ]),
       );
       for (const groupBy of groupings)
         for (const [bucket, offset] of buckets) {

@@ -5,7 +5,7 @@ import { type Running, startService } from '../support/service.ts';
 
 /** Counts per (server, tool, outcome), as a rollup's rows sum and as run_steps hold them. */
 const FOLDED = `SELECT server, tool_name, sum(ok)::int AS ok, sum(failed)::int AS failed, sum(cancelled)::int AS cancelled
-  FROM tool_outcome_all_time GROUP BY 1, 2 HAVING sum(ok + failed + cancelled) <> 0 ORDER BY 1, 2`;
+  FROM stats_owner_configuration_server_tool_all_time GROUP BY 1, 2 HAVING sum(ok + failed + cancelled) <> 0 ORDER BY 1, 2`;
 const RECOUNTED = `SELECT coalesce(server, '') AS server, coalesce(tool_name, '') AS tool_name,
   count(*) FILTER (WHERE o = 'ok')::int AS ok, count(*) FILTER (WHERE o = 'failed')::int AS failed,
   count(*) FILTER (WHERE o = 'cancelled')::int AS cancelled
@@ -66,7 +66,7 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
       try {
         await locker.query('BEGIN');
         // The first rollup a batch adds to, locked by this test: the fold waits on it, mid-batch.
-        await locker.query('LOCK TABLE tool_outcome_daily IN SHARE MODE');
+        await locker.query('LOCK TABLE stats_server_tool_daily IN SHARE MODE');
         const first = await startService({ DATABASE_URL: database.url ?? '' });
         services.push(first);
         await until(

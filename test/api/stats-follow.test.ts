@@ -127,7 +127,7 @@ describe.each(backendNames)('statistics that follow the writes (%s)', (backend) 
   async function foldedRows(): Promise<number> {
     const [row] = await selectRows<{ calls: number | string }>(
       api.db,
-      sql`select coalesce(sum(ok + failed + cancelled), 0) as calls from tool_outcome_server_hourly`,
+      sql`select coalesce(sum(ok + failed + cancelled), 0) as calls from stats_server_hourly`,
     );
     return Number(row?.calls ?? 0);
   }

@@ -1,42 +1,6 @@
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  apiKeys,
-  mcpServers,
-  otlpSpans,
-  runSteps,
-  runs,
-  stepRequests,
-  toolOutcomeAllTime,
-  toolOutcomeAllTimeDurations,
-  toolOutcomeConfigurationServerAllTime,
-  toolOutcomeConfigurationServerToolAllTime,
-  toolOutcomeConfigurationServerWeekly,
-  toolOutcomeConfigurationToolWeekly,
-  toolOutcomeDaily,
-  toolOutcomeHourly,
-  toolOutcomeHourlyDurations,
-  toolOutcomeOwnerConfigurationDaily,
-  toolOutcomeOwnerConfigurationHourly,
-  toolOutcomeOwnerConfigurationServerAllTime,
-  toolOutcomeOwnerConfigurationServerDaily,
-  toolOutcomeOwnerConfigurationServerWeekly,
-  toolOutcomeOwnerConfigurationToolAllTime,
-  toolOutcomeOwnerConfigurationToolWeekly,
-  toolOutcomeOwnerConfigurationWeekly,
-  toolOutcomeOwnerDaily,
-  toolOutcomeOwnerDailyDurations,
-  toolOutcomeOwnerServerAllTime,
-  toolOutcomeOwnerServerToolAllTime,
-  toolOutcomeOwnerServerWeekly,
-  toolOutcomeOwnerToolDaily,
-  toolOutcomeOwnerToolWeekly,
-  toolOutcomeOwnerWeekly,
-  toolOutcomeServerDaily,
-  toolOutcomeServerHourly,
-  toolOutcomeServerToolWeekly,
-  toolOutcomeWeekly,
-} from '../../drizzle/schema.ts';
+import { apiKeys, mcpServers, otlpSpans, runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import {
   currentVersion,
   loadBaseline,
@@ -101,7 +65,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         return handle.withSession((s) =>
           s.query(
             `SELECT week, owner, tool_name, ok, failed, cancelled, durations::text AS durations
-               FROM tool_outcome_owner_tool_weekly ORDER BY 1, 2, 3`,
+               FROM stats_owner_tool_weekly ORDER BY 1, 2, 3`,
           ),
         );
       };
@@ -182,7 +146,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       expect(viaSql.map((r) => r.stated)).toEqual(['failed', 'ok', null, null]);
       const daily = await database.handle.withSession((s) =>
         s.query<{ ok: number; failed: number }>(
-          'SELECT ok::int AS ok, failed::int AS failed FROM tool_outcome_daily',
+          'SELECT ok::int AS ok, failed::int AS failed FROM stats_server_tool_daily',
         ),
       );
       expect(daily).toEqual([{ ok: 1, failed: 1 }]);
@@ -231,7 +195,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
       });
       expect(before).toHaveLength(3);
       expect(before.every((row) => row.d.every((count) => count !== '0'))).toBe(true);
-      await migrate(database.handle);
+      await migrate(database.handle, { target: 11 });
       const after = await database.handle.withSession((session) =>
         session.query<{ key: string; counts: string; d: string[] }>(
           `SELECT day || ' ' || server || ' ' || tool_name AS key, ok || ' ' || failed || ' ' || cancelled AS counts,
@@ -358,7 +322,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
                  g % 4 = 0, CASE WHEN g % 3 = 0 THEN NULL WHEN g % 8 = 0 THEN 'cancelled' WHEN g % 4 = 0 THEN 'failed' ELSE 'ok' END
             FROM runs, generate_series(1, 120) AS g;`),
         );
-        await migrate(database.handle);
+        await migrate(database.handle, { target: version });
         const backfilled = await read();
         for (const table of tables)
           expect([table, (backfilled[table]?.length ?? 0) > 1]).toEqual([table, true]);
@@ -395,35 +359,6 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
         runs,
         runSteps,
         stepRequests,
-        toolOutcomeDaily,
-        toolOutcomeOwnerDaily,
-        toolOutcomeOwnerDailyDurations,
-        toolOutcomeHourly,
-        toolOutcomeHourlyDurations,
-        toolOutcomeServerDaily,
-        toolOutcomeOwnerConfigurationDaily,
-        toolOutcomeOwnerToolDaily,
-        toolOutcomeOwnerToolWeekly,
-        toolOutcomeServerToolWeekly,
-        toolOutcomeConfigurationToolWeekly,
-        toolOutcomeOwnerConfigurationToolWeekly,
-        toolOutcomeWeekly,
-        toolOutcomeAllTime,
-        toolOutcomeAllTimeDurations,
-        toolOutcomeOwnerServerToolAllTime,
-        toolOutcomeConfigurationServerToolAllTime,
-        toolOutcomeOwnerConfigurationServerAllTime,
-        toolOutcomeOwnerConfigurationToolAllTime,
-        toolOutcomeOwnerServerAllTime,
-        toolOutcomeConfigurationServerAllTime,
-        toolOutcomeOwnerConfigurationServerDaily,
-        toolOutcomeOwnerConfigurationServerWeekly,
-        toolOutcomeOwnerConfigurationWeekly,
-        toolOutcomeOwnerWeekly,
-        toolOutcomeOwnerServerWeekly,
-        toolOutcomeConfigurationServerWeekly,
-        toolOutcomeServerHourly,
-        toolOutcomeOwnerConfigurationHourly,
         apiKeys,
         mcpServers,
         otlpSpans,
@@ -433,43 +368,7 @@ describe.each(backendNames)('migrations (%s)', (backend) => {
     const fromDrizzle = await openTestDatabase(backend, { migrateTo: 0 });
     try {
       await fromDrizzle.handle.withSession((s) => s.exec(ddl.join('\n')));
-      const tables = [
-        'runs',
-        'run_steps',
-        'step_requests',
-        'tool_outcome_daily',
-        'tool_outcome_owner_daily',
-        'tool_outcome_owner_daily_durations',
-        'tool_outcome_hourly',
-        'tool_outcome_hourly_durations',
-        'tool_outcome_server_daily',
-        'tool_outcome_owner_configuration_daily',
-        'tool_outcome_owner_tool_daily',
-        'tool_outcome_owner_configuration_server_daily',
-        'tool_outcome_owner_configuration_server_weekly',
-        'tool_outcome_owner_configuration_weekly',
-        'tool_outcome_owner_weekly',
-        'tool_outcome_owner_server_weekly',
-        'tool_outcome_configuration_server_weekly',
-        'tool_outcome_owner_tool_weekly',
-        'tool_outcome_server_tool_weekly',
-        'tool_outcome_configuration_tool_weekly',
-        'tool_outcome_owner_configuration_tool_weekly',
-        'tool_outcome_weekly',
-        'tool_outcome_all_time',
-        'tool_outcome_all_time_durations',
-        'tool_outcome_owner_server_tool_all_time',
-        'tool_outcome_configuration_server_tool_all_time',
-        'tool_outcome_owner_configuration_server_all_time',
-        'tool_outcome_owner_configuration_tool_all_time',
-        'tool_outcome_owner_server_all_time',
-        'tool_outcome_configuration_server_all_time',
-        'tool_outcome_server_hourly',
-        'tool_outcome_owner_configuration_hourly',
-        'api_keys',
-        'mcp_servers',
-        'otlp_spans',
-      ];
+      const tables = ['runs', 'run_steps', 'step_requests', 'api_keys', 'mcp_servers', 'otlp_spans'];
       const expected = await describeTables(fromDrizzle.handle, tables);
       const actual = await describeTables(fromMigrations.handle, tables);
       expect(expected.columns.length).toBeGreaterThan(20);

@@ -1,7 +1,9 @@
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
+import { durationsTableOf, FIELD_COLUMNS, rollupTable } from '../../src/db/rollup-sql.ts';
 import { DURATION_BUCKETS, durationBucket } from '../../src/domain/duration-histogram.ts';
+import { OUTCOME_ROLLUPS } from '../../src/domain/outcome-rollups.ts';
 import { statedOutcome } from '../../src/domain/stated-outcome.ts';
 import { backendNames, openTestDatabase, type TestDatabase } from '../support/databases.ts';
 
@@ -22,12 +24,12 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
         s.query<{ n: number }>('SELECT count(*)::int AS n FROM tool_call_changes'),
       )
     )[0]?.n;
-  /** tool_outcome_daily once every change is folded. */
+  /** The rollup by server and tool, per day, once every change is folded. */
   const daily = async () => {
     await fold();
     return database.handle.withSession((s) =>
       s.query<{ server: string; ok: number; failed: number; cancelled: number }>(
-        'SELECT server, ok::int AS ok, failed::int AS failed, cancelled::int AS cancelled FROM tool_outcome_daily ORDER BY server',
+        'SELECT server, ok::int AS ok, failed::int AS failed, cancelled::int AS cancelled FROM stats_server_tool_daily ORDER BY server',
       ),
     );
   };
@@ -109,68 +111,22 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
         ),
       ].join(' '),
   });
-  const ROLLUPS = [
-    rollupOf('tool_outcome_daily', 'day', ['server', 'tool_name']),
+  // Every rollup of the catalogue, counted here from the steps by its unit and key fields.
+  const ROLLUPS = OUTCOME_ROLLUPS.map((definition) =>
     rollupOf(
-      'tool_outcome_owner_daily',
-      'day',
-      ['owner', 'configuration', 'server', 'tool_name'],
-      'tool_outcome_owner_daily_durations',
+      rollupTable(definition),
+      definition.grain,
+      definition.dimensions.map(
+        (field) => FIELD_COLUMNS[field] as 'owner' | 'configuration' | 'server' | 'tool_name',
+      ),
+      definition.durations === 'beside' ? durationsTableOf(definition) : null,
+      definition.durations === 'apart'
+        ? durationsTableOf(definition)
+        : definition.durations === 'none'
+          ? false
+          : null,
     ),
-    rollupOf(
-      'tool_outcome_hourly',
-      'hour',
-      ['owner', 'configuration', 'server', 'tool_name'],
-      'tool_outcome_hourly_durations',
-    ),
-    rollupOf('tool_outcome_server_daily', 'day', ['server']),
-    rollupOf('tool_outcome_owner_configuration_daily', 'day', ['owner', 'configuration']),
-    rollupOf('tool_outcome_owner_tool_daily', 'day', ['owner', 'tool_name']),
-    rollupOf('tool_outcome_owner_configuration_server_daily', 'day', ['owner', 'configuration', 'server']),
-    rollupOf('tool_outcome_server_hourly', 'hour', ['server']),
-    rollupOf('tool_outcome_owner_configuration_hourly', 'hour', ['owner', 'configuration']),
-    rollupOf('tool_outcome_owner_configuration_weekly', 'week', ['owner', 'configuration']),
-    rollupOf('tool_outcome_owner_configuration_server_weekly', 'week', ['owner', 'configuration', 'server']),
-    rollupOf('tool_outcome_owner_weekly', 'week', ['owner']),
-    rollupOf('tool_outcome_owner_server_weekly', 'week', ['owner', 'server']),
-    rollupOf('tool_outcome_configuration_server_weekly', 'week', ['configuration', 'server']),
-    rollupOf('tool_outcome_owner_tool_weekly', 'week', ['owner', 'tool_name']),
-    rollupOf('tool_outcome_server_tool_weekly', 'week', ['server', 'tool_name']),
-    rollupOf('tool_outcome_configuration_tool_weekly', 'week', ['configuration', 'tool_name']),
-    rollupOf('tool_outcome_owner_configuration_tool_weekly', 'week', ['owner', 'configuration', 'tool_name']),
-    rollupOf('tool_outcome_weekly', 'week', ['owner', 'configuration', 'server', 'tool_name'], null, false),
-    rollupOf(
-      'tool_outcome_all_time',
-      'all',
-      ['server', 'tool_name', 'owner', 'configuration'],
-      null,
-      'tool_outcome_all_time_durations',
-    ),
-    rollupOf('tool_outcome_owner_server_tool_all_time', 'all', ['server', 'tool_name', 'owner'], null, false),
-    rollupOf(
-      'tool_outcome_configuration_server_tool_all_time',
-      'all',
-      ['server', 'tool_name', 'configuration'],
-      null,
-      false,
-    ),
-    rollupOf(
-      'tool_outcome_owner_configuration_server_all_time',
-      'all',
-      ['owner', 'configuration', 'server'],
-      null,
-      false,
-    ),
-    rollupOf(
-      'tool_outcome_owner_configuration_tool_all_time',
-      'all',
-      ['owner', 'configuration', 'tool_name'],
-      null,
-      false,
-    ),
-    rollupOf('tool_outcome_owner_server_all_time', 'all', ['owner', 'server'], null, false),
-    rollupOf('tool_outcome_configuration_server_all_time', 'all', ['configuration', 'server'], null, false),
-  ] as const;
+  );
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
 
   /** Every row of a rollup that counts something, as its key -> counts and histogram. */
@@ -422,7 +378,9 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
   });
 
   it('refuses a histogram that is not one count for each bucket, writing nothing', async () => {
-    const before = await rollup(ROLLUPS[0]);
+    const serverToolDaily = ROLLUPS.find((each) => each.table === 'stats_server_tool_daily');
+    if (!serverToolDaily) throw new Error('no rollup by server and tool per day');
+    const before = await rollup(serverToolDaily);
     for (const durations of [
       `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS - 1}])`,
       `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS + 1}])`,
@@ -431,12 +389,12 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS - 1}]) || NULL::bigint`,
     ]) {
       const refusal = await exec(
-        `INSERT INTO tool_outcome_daily (day, server, tool_name, ok, durations) VALUES ('2026-06-01', 'x', 'y', 1, ${durations})`,
+        `INSERT INTO stats_server_tool_daily (day, server, tool_name, ok, durations) VALUES ('2026-06-01', 'x', 'y', 1, ${durations})`,
       ).catch((error: unknown) => error);
       expect((refusal as { code?: string }).code).toBe('23514');
-      expect(String((refusal as Error).message)).toContain('tool_outcome_daily_durations_shape');
+      expect(String((refusal as Error).message)).toContain('stats_server_tool_daily_shape');
     }
-    expect(await rollup(ROLLUPS[0])).toEqual(before);
+    expect(await rollup(serverToolDaily)).toEqual(before);
   });
 
   it('keeps a histogram row only for a duration bucket the domain has, writing nothing else', async () => {

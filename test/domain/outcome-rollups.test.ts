@@ -33,17 +33,25 @@ describe('which rollup answers which statistics request', () => {
     const cases: Array<[OutcomeDimension[], string, string]> = [
       [[], 'serverDaily', 'serverHourly'],
       [['server'], 'serverDaily', 'serverHourly'],
-      [['tool'], 'serverToolDaily', 'everyKeyHourly'],
-      [['server', 'tool'], 'serverToolDaily', 'everyKeyHourly'],
+      [['tool'], 'serverToolDaily', 'ownerConfigurationServerToolHourly'],
+      [['server', 'tool'], 'serverToolDaily', 'ownerConfigurationServerToolHourly'],
       [['configuration'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
       [['owner'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
       [['owner', 'configuration'], 'ownerConfigurationDaily', 'ownerConfigurationHourly'],
-      [['owner', 'tool'], 'ownerToolDaily', 'everyKeyHourly'],
-      [['owner', 'server'], 'ownerConfigurationServerDaily', 'everyKeyHourly'],
-      [['configuration', 'server'], 'ownerConfigurationServerDaily', 'everyKeyHourly'],
-      [['configuration', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
-      [['owner', 'server', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
-      [['owner', 'configuration', 'server', 'tool'], 'everyKeyDaily', 'everyKeyHourly'],
+      [['owner', 'tool'], 'ownerToolDaily', 'ownerConfigurationServerToolHourly'],
+      [['owner', 'server'], 'ownerConfigurationServerDaily', 'ownerConfigurationServerToolHourly'],
+      [['configuration', 'server'], 'ownerConfigurationServerDaily', 'ownerConfigurationServerToolHourly'],
+      [['configuration', 'tool'], 'ownerConfigurationServerToolDaily', 'ownerConfigurationServerToolHourly'],
+      [
+        ['owner', 'server', 'tool'],
+        'ownerConfigurationServerToolDaily',
+        'ownerConfigurationServerToolHourly',
+      ],
+      [
+        ['owner', 'configuration', 'server', 'tool'],
+        'ownerConfigurationServerToolDaily',
+        'ownerConfigurationServerToolHourly',
+      ],
     ];
     for (const [fields, daily, hourly] of cases) {
       expect([fields, rollupFor('day', fields)?.name]).toEqual([fields, daily]);
@@ -57,7 +65,12 @@ describe('which rollup answers which statistics request', () => {
   it('counts a filter as a field needed, as a grouping is: an actor who sees its own runs reads an owner rollup', () => {
     const own = planOutcomeStats(request({ groupBy: ['server'], filteredBy: ['owner'] }));
     expect(new Set(sources(own))).toEqual(
-      new Set(['raw', 'everyKeyHourly', 'ownerConfigurationServerDaily', 'ownerServerWeekly']),
+      new Set([
+        'raw',
+        'ownerConfigurationServerToolHourly',
+        'ownerConfigurationServerDaily',
+        'ownerServerWeekly',
+      ]),
     );
     const byTool = planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['owner'] }));
     expect(sources(byTool)).toContain('ownerToolDaily');
@@ -218,7 +231,7 @@ describe('which rollup answers which statistics request', () => {
           t,
           from <= t && t < to ? { [bucketOf(t)]: 1 } : {},
         ]);
-      if (sources(plan).includes('everyKeyAllTime')) readsAllTime += 1;
+      if (sources(plan).includes('ownerConfigurationServerToolAllTime')) readsAllTime += 1;
       for (const segment of plan) {
         const rollup = OUTCOME_ROLLUPS.find((each) => each.name === segment.source);
         if (!rollup || rollup.grain === 'all') continue;
@@ -266,8 +279,8 @@ describe('which rollup answers which statistics request', () => {
     expect(signed(planOutcomeStats(request({ groupBy: ['owner', 'server'], range })))).toEqual([
       '-raw 03-01T10:00 03-01T10:17',
       '-raw 03-19T05:40 03-19T06:00',
-      '-everyKeyHourly 03-01T00:00 03-01T10:00',
-      '+everyKeyHourly 03-19T00:00 03-19T06:00',
+      '-ownerConfigurationServerToolHourly 03-01T00:00 03-01T10:00',
+      '+ownerConfigurationServerToolHourly 03-19T00:00 03-19T06:00',
       '+ownerConfigurationServerDaily 03-01T00:00 03-02T00:00',
       '+ownerConfigurationServerDaily 03-16T00:00 03-19T00:00',
       '+ownerServerWeekly 03-02T00:00 03-16T00:00',
@@ -301,7 +314,7 @@ describe('which rollup answers which statistics request', () => {
       expect(sources(planOutcomeStats(request({ groupBy, range })))).toContain(weekly);
     // By tool alone: the weeks of the (server, tool) rollup, keyed as its daily one, not those of (owner, tool).
     expect(new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], range }))))).toEqual(
-      new Set(['raw', 'everyKeyHourly', 'serverToolDaily', 'serverToolWeekly']),
+      new Set(['raw', 'ownerConfigurationServerToolHourly', 'serverToolDaily', 'serverToolWeekly']),
     );
     // An actor who sees only its own runs filters by owner: by tool, the weeks keyed by owner and tool.
     expect(
@@ -339,7 +352,7 @@ describe('which rollup answers which statistics request', () => {
     const plan = (groupBy: OutcomeDimension[], extra: Partial<RollupRequest> = {}) =>
       new Set(sources(planOutcomeStats(request({ groupBy, range, countsOnly: true, ...extra }))));
     // Its keys have calls on several days of a week (as on 40 owners, 20 servers of 10 tools): weeks.
-    const dense = { everyKeyDaily: 565_164, everyKeyWeekly: 196_944 };
+    const dense = { ownerConfigurationServerToolDaily: 565_164, ownerConfigurationServerToolWeekly: 196_944 };
     for (const groupBy of [
       ['owner', 'server', 'tool'],
       ['configuration', 'server', 'tool'],
@@ -347,26 +360,41 @@ describe('which rollup answers which statistics request', () => {
     ] as OutcomeDimension[][])
       expect([groupBy, plan(groupBy, { rollupRows: dense })]).toEqual([
         groupBy,
-        new Set(['everyKeyDaily', 'everyKeyWeekly']),
+        new Set(['ownerConfigurationServerToolDaily', 'ownerConfigurationServerToolWeekly']),
       ]);
     expect(
-      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 200_000, everyKeyWeekly: 100_000 } }),
-    ).toContain('everyKeyWeekly');
+      plan(['owner', 'server', 'tool'], {
+        rollupRows: {
+          ownerConfigurationServerToolDaily: 200_000,
+          ownerConfigurationServerToolWeekly: 100_000,
+        },
+      }),
+    ).toContain('ownerConfigurationServerToolWeekly');
     // A call or two a key and week (300 owners, 40 servers of 15 tools): the days.
     expect(
-      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 818_611, everyKeyWeekly: 633_830 } }),
-    ).toEqual(new Set(['everyKeyDaily']));
+      plan(['owner', 'server', 'tool'], {
+        rollupRows: {
+          ownerConfigurationServerToolDaily: 818_611,
+          ownerConfigurationServerToolWeekly: 633_830,
+        },
+      }),
+    ).toEqual(new Set(['ownerConfigurationServerToolDaily']));
     expect(
-      plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 200_000, everyKeyWeekly: 100_001 } }),
-    ).toEqual(new Set(['everyKeyDaily']));
+      plan(['owner', 'server', 'tool'], {
+        rollupRows: {
+          ownerConfigurationServerToolDaily: 200_000,
+          ownerConfigurationServerToolWeekly: 100_001,
+        },
+      }),
+    ).toEqual(new Set(['ownerConfigurationServerToolDaily']));
     // Without estimates, weeks: a weekly row never holds more than the days it sums.
-    expect(plan(['owner', 'server', 'tool'])).toContain('everyKeyWeekly');
-    expect(plan(['owner', 'server', 'tool'], { rollupRows: { everyKeyDaily: 818_611 } })).toContain(
-      'everyKeyWeekly',
-    );
+    expect(plan(['owner', 'server', 'tool'])).toContain('ownerConfigurationServerToolWeekly');
+    expect(
+      plan(['owner', 'server', 'tool'], { rollupRows: { ownerConfigurationServerToolDaily: 818_611 } }),
+    ).toContain('ownerConfigurationServerToolWeekly');
     // It keeps no histograms: a request that reads them reads the days.
     expect(plan(['owner', 'server', 'tool'], { countsOnly: false, rollupRows: dense })).toEqual(
-      new Set(['everyKeyDaily']),
+      new Set(['ownerConfigurationServerToolDaily']),
     );
     // A weekly rollup that keeps histograms is read whatever the estimates, keyed as its daily tier
     // or by fewer fields, and before it.
@@ -380,7 +408,7 @@ describe('which rollup answers which statistics request', () => {
     expect(
       plan(['owner', 'configuration', 'tool'], {
         countsOnly: false,
-        rollupRows: { everyKeyDaily: 200_000, ownerConfigurationToolWeekly: 190_000 },
+        rollupRows: { ownerConfigurationServerToolDaily: 200_000, ownerConfigurationToolWeekly: 190_000 },
       }),
     ).toContain('ownerConfigurationToolWeekly');
     expect(plan(['owner', 'configuration', 'tool'], { rollupRows: dense })).toContain(
@@ -400,7 +428,7 @@ describe('which rollup answers which statistics request', () => {
       );
     const everyPart = plan();
     expect(everyPart).toContain('-ownerConfigurationServerDaily 03-05T00:00 03-09T00:00');
-    expect(everyPart).toContain('-everyKeyHourly 03-04T11:00 03-05T00:00');
+    expect(everyPart).toContain('-ownerConfigurationServerToolHourly 03-04T11:00 03-05T00:00');
     // The last call in the hour up to 10:00 on 03-04, the first on 01-20: the parts after and before go.
     const recorded = { from: at('2026-01-20T00:00:00Z'), to: at('2026-03-04T10:00:00Z') };
     const onRecord = plan(recorded);
@@ -430,9 +458,11 @@ describe('which rollup answers which statistics request', () => {
     // A field of the run is not in run_steps: the hourly rollup reads it.
     expect(
       new Set(sources(planOutcomeStats(request({ groupBy: ['tool'], filteredBy: ['server', 'owner'] })))),
-    ).toEqual(new Set(['raw', 'everyKeyHourly', 'everyKeyDaily']));
+    ).toEqual(new Set(['raw', 'ownerConfigurationServerToolHourly', 'ownerConfigurationServerToolDaily']));
     // Without a server filter, or with a narrower hourly rollup, the hours come from the rollup.
-    expect(sources(planOutcomeStats(request({ groupBy: ['tool'] })))).toContain('everyKeyHourly');
+    expect(sources(planOutcomeStats(request({ groupBy: ['tool'] })))).toContain(
+      'ownerConfigurationServerToolHourly',
+    );
     expect(sources(planOutcomeStats(request({ filteredBy: ['server'] })))).toContain('serverHourly');
   });
 
@@ -538,14 +568,14 @@ describe('which rollup answers which statistics request', () => {
       serverToolWeekly: 7_800,
       configurationToolWeekly: 25_194,
       ownerConfigurationToolWeekly: 163_657,
-      everyKeyDaily: 818_061,
+      ownerConfigurationServerToolDaily: 818_061,
       configurationServerAllTime: 9_000,
       ownerServerAllTime: 12_000,
       ownerConfigurationToolAllTime: 13_500,
       ownerConfigurationServerAllTime: 35_858,
       configurationServerToolAllTime: 70_938,
       ownerServerToolAllTime: 147_501,
-      everyKeyAllTime: 284_995,
+      ownerConfigurationServerToolAllTime: 284_995,
     };
     // A rollup of all time, when one reads the range, comes first in the plan.
     const whole = (groupBy: OutcomeDimension[], extra: Partial<RollupRequest> = {}) =>
@@ -559,11 +589,13 @@ describe('which rollup answers which statistics request', () => {
     );
     expect(whole(['owner', 'server', 'tool'])).toBe('ownerServerToolAllTime');
     expect(whole(['configuration', 'tool'])).toBe('ownerConfigurationToolAllTime');
-    expect(whole(['owner', 'configuration', 'server', 'tool'])).toBe('everyKeyAllTime');
+    expect(whole(['owner', 'configuration', 'server', 'tool'])).toBe('ownerConfigurationServerToolAllTime');
     // Fewer rows in the weekly rollup by server and tool than in any of all time: the range's own plan.
     expect(whole(['server', 'tool'])).not.toMatch(/AllTime$/);
     // Histograms: only a rollup that keeps them, keyed by no field the coarsest lacks.
-    expect(whole(['owner', 'server', 'tool'], { countsOnly: false })).toBe('everyKeyAllTime');
+    expect(whole(['owner', 'server', 'tool'], { countsOnly: false })).toBe(
+      'ownerConfigurationServerToolAllTime',
+    );
     expect(whole(['owner', 'server'], { countsOnly: false })).not.toMatch(/AllTime$/);
     // Without estimates, counts alone: the first rollup of all time keyed by no field the coarsest lacks.
     expect(whole(['owner', 'server', 'tool'], { rollupRows: {} })).toBe('ownerServerToolAllTime');
@@ -578,12 +610,12 @@ describe('which rollup answers which statistics request', () => {
       request({ groupBy: ['owner', 'server', 'tool'], range: ninetyDays, now, recorded }),
     );
     expect(signed(plan)).toEqual([
-      '+everyKeyAllTime 01-05T00:00 04-06T00:00',
+      '+ownerConfigurationServerToolAllTime 01-05T00:00 04-06T00:00',
       '-raw 01-06T10:00 01-06T10:30',
-      '-everyKeyHourly 01-06T00:00 01-06T10:00',
-      '-everyKeyDaily 01-05T00:00 01-06T00:00',
+      '-ownerConfigurationServerToolHourly 01-06T00:00 01-06T10:00',
+      '-ownerConfigurationServerToolDaily 01-05T00:00 01-06T00:00',
       '-raw 04-05T10:30 04-05T11:00',
-      '-everyKeyHourly 04-05T11:00 04-06T00:00',
+      '-ownerConfigurationServerToolHourly 04-05T11:00 04-06T00:00',
     ]);
     // Fewer recorded days inside than outside, buckets, an outcome filter: the range alone.
     for (const other of [
@@ -608,7 +640,7 @@ describe('which rollup answers which statistics request', () => {
         outcomeFilter: true,
       }),
     ])
-      expect(sources(planOutcomeStats(other))).not.toContain('everyKeyAllTime');
+      expect(sources(planOutcomeStats(other))).not.toContain('ownerConfigurationServerToolAllTime');
     // A grouping a weekly rollup keyed by fewer fields counts reads that one, not the rows of every key.
     for (const groupBy of [
       ['owner', 'server'],
@@ -618,7 +650,7 @@ describe('which rollup answers which statistics request', () => {
       expect([
         groupBy,
         sources(planOutcomeStats(request({ groupBy, range: ninetyDays, now, recorded }))),
-      ]).not.toContainEqual(expect.arrayContaining(['everyKeyAllTime']));
+      ]).not.toContainEqual(expect.arrayContaining(['ownerConfigurationServerToolAllTime']));
     // Every grouping of server and tool with owner or configuration does, and an own-runs actor's.
     for (const groupBy of [
       ['owner', 'server', 'tool'],
@@ -626,7 +658,7 @@ describe('which rollup answers which statistics request', () => {
       ['owner', 'configuration', 'server', 'tool'],
     ] as OutcomeDimension[][])
       expect(sources(planOutcomeStats(request({ groupBy, range: ninetyDays, now, recorded })))).toContain(
-        'everyKeyAllTime',
+        'ownerConfigurationServerToolAllTime',
       );
     expect(
       sources(
@@ -640,6 +672,6 @@ describe('which rollup answers which statistics request', () => {
           }),
         ),
       ),
-    ).toContain('everyKeyAllTime');
+    ).toContain('ownerConfigurationServerToolAllTime');
   });
 });

@@ -1,0 +1,10 @@
+-- Made from the rollup catalogue (src/domain/outcome-rollups.ts) by `npm run rollups:write`: do not edit.
+-- TRUNCATE run_steps empties every rollup (the changes not folded yet are emptied by
+-- tool_call_changes_follow_truncate).
+CREATE OR REPLACE FUNCTION tool_outcome_daily_follow_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE stats_server_daily, stats_server_tool_daily, stats_owner_configuration_daily, stats_owner_tool_daily, stats_owner_configuration_server_daily, stats_owner_configuration_server_tool_daily, stats_owner_configuration_server_tool_daily_durations, stats_server_hourly, stats_owner_configuration_hourly, stats_owner_configuration_server_tool_hourly, stats_owner_configuration_server_tool_hourly_durations, stats_owner_weekly, stats_server_tool_weekly, stats_owner_configuration_weekly, stats_owner_server_weekly, stats_configuration_server_weekly, stats_owner_tool_weekly, stats_owner_configuration_server_weekly, stats_configuration_tool_weekly, stats_owner_configuration_tool_weekly, stats_owner_configuration_server_tool_weekly, stats_configuration_server_all_time, stats_owner_server_all_time, stats_owner_configuration_tool_all_time, stats_owner_configuration_server_all_time, stats_configuration_server_tool_all_time, stats_owner_server_tool_all_time, stats_owner_configuration_server_tool_all_time, stats_owner_configuration_server_tool_all_time_histograms;
+  RETURN NULL;
+END;
+$$;
