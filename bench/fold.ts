@@ -6,25 +6,33 @@ import { foldEverything } from '../src/ledger/stats-folder.ts';
 import { benchKey, freshDatabase, graphql, load, quantile, startService, table } from './support.ts';
 
 /**
- * The statistics' folder. Its lag: while the API records single steps as
- * fast as it can (8 connections, the service in its own process folding as
- * it does in production), a probe commits a tool call of a tool of its own,
- * then looks for it in a rollup every 2 ms: the time from the commit's
- * answer to the call folded, p50 and p99 over every probe. Its throughput:
- * a backlog of changes written with no service running (plain inserts, the
- * trigger appending their changes), then folded by the same function the
- * service runs, batch after batch, against the rate at which the API records.
+ * The statistics' folder. Its lag: while the API records as fast as it can
+ * (8 connections; single steps, then batches of 100 tool steps, the fastest
+ * way it records), the service in its own process folding as it does in
+ * production, a probe commits a tool call of a tool of its own, then looks
+ * for it in a rollup every 2 ms: the time from the commit's answer to the
+ * call folded, p50 and p99 over every probe. Its throughput: a backlog of
+ * changes written with no service running (plain inserts, the trigger
+ * appending their changes), then folded by the same function the service
+ * runs, batch after batch, against the rate at which the API records in
+ * batches of 100 (measured in the same run). Two backlogs: `few keys` (40
+ * runs of 10 owners and 4 configurations, 20 tools on 5 servers, 30 days, a
+ * statement of 100 steps of one run and hour at a time, as the API writes
+ * them) and `many keys` (12 owners, 30 configurations, 50 servers, 400
+ * tools, every call at its own time over 90 days, 20,000 a statement, as a
+ * bulk load of history writes them).
  *
- * BENCH_FOLD_STEPS: steps the API records while probed (default 12,000).
- * BENCH_FOLD_BACKLOG: steps of the backlog (default 200,000).
+ * BENCH_FOLD_STEPS: steps the API records while probed, each way (default 12,000).
+ * BENCH_FOLD_BACKLOG: steps of each backlog (default 200,000).
  */
 const STEPS = Number(process.env.BENCH_FOLD_STEPS ?? 12_000);
 const BACKLOG = Number(process.env.BENCH_FOLD_BACKLOG ?? 200_000);
 const CONNECTIONS = 8;
-
 const START = `mutation { startRun(input: { configuration: "bench-fold" }) { ... on StartRunSuccess { data { uuid } } } }`;
 const RECORD = `mutation ($input: RecordToolExecutionInput!) {
   recordToolExecution(input: $input) { __typename ... on Error { code } } }`;
+const RECORD_BATCH = `mutation ($input: RecordStepsInput!) {
+  recordSteps(input: $input) { __typename ... on Error { code } } }`;
 
 const ms = (value: number) => Number(value.toFixed(1));
 
@@ -39,19 +47,29 @@ export async function benchFold(): Promise<void> {
   const key = await benchKey(url);
   const pool = new pg.Pool({ connectionString: url, max: 2 });
   try {
-    const { lags, apiRate } = await lagWhileRecording(url, key, pool);
-    const throughput = await foldThroughput(url, pool);
-    table([
-      {
-        'API single steps/s while probed': apiRate,
-        probes: lags.length,
-        'lag p50 ms': ms(quantile(lags, 0.5)),
-        'lag p99 ms': ms(quantile(lags, 0.99)),
-        'lag max ms': ms(lags.at(-1) ?? 0),
-        'fold: steps/s of a backlog': throughput,
-        'fold / API rate': Number((throughput / apiRate).toFixed(1)),
-      },
-    ]);
+    const single = await lagWhileRecording(url, key, pool, 1);
+    const batched = await lagWhileRecording(url, key, pool, 100);
+    table(
+      [single, batched].map((seen) => ({
+        'API records': seen.size === 1 ? 'single steps' : `batches of ${seen.size}`,
+        'steps/s': seen.apiRate,
+        probes: seen.lags.length,
+        'lag p50 ms': ms(quantile(seen.lags, 0.5)),
+        'lag p99 ms': ms(quantile(seen.lags, 0.99)),
+        'lag max ms': ms(seen.lags.at(-1) ?? 0),
+      })),
+    );
+    const rows = [];
+    for (const backlog of BACKLOGS) {
+      const throughput = await foldThroughput(url, pool, backlog);
+      rows.push({
+        backlog: backlog.name,
+        'fold: calls/s': throughput,
+        'API batches of 100: steps/s': batched.apiRate,
+        'fold / API': Number((throughput / batched.apiRate).toFixed(2)),
+      });
+    }
+    table(rows);
   } finally {
     await pool.end();
   }
@@ -61,7 +79,8 @@ async function lagWhileRecording(
   url: string,
   key: string,
   pool: pg.Pool,
-): Promise<{ lags: number[]; apiRate: number }> {
+  size: 1 | 100,
+): Promise<{ size: number; lags: number[]; apiRate: number }> {
   const service = await startService(url);
   try {
     const runs: string[] = [];
@@ -75,21 +94,35 @@ async function lagWhileRecording(
        VALUES (gen_random_uuid(), 'probe', 'probe', 'running') RETURNING id`,
     );
     const probeRun = rows[0]?.id ?? '';
-    const body = (i: number) => ({
-      query: RECORD,
-      variables: {
-        input: {
-          runUuid: runs[i % CONNECTIONS],
-          round: 1,
-          durationMs: 25,
-          toolName: `tool_${i % 20}`,
-          server: `server_${i % 5}`,
-          result: 'a result of modest size',
-          isError: i % 7 === 0,
-        },
-      },
+    const call = (i: number) => ({
+      round: 1,
+      durationMs: 25,
+      toolName: `tool_${i % 20}`,
+      server: `server_${i % 5}`,
+      isError: i % 7 === 0,
     });
-    await load(service.url, key, 400, CONNECTIONS, body);
+    const body = (i: number) =>
+      size === 1
+        ? {
+            query: RECORD,
+            variables: {
+              input: { runUuid: runs[i % CONNECTIONS], ...call(i), result: 'a result of modest size' },
+            },
+          }
+        : {
+            query: RECORD_BATCH,
+            variables: {
+              input: {
+                runUuid: runs[i % CONNECTIONS],
+                steps: Array.from({ length: size }, (_, j) => ({
+                  kind: 'TOOL',
+                  ...call(i * size + j),
+                  content: 'a result of modest size',
+                })),
+              },
+            },
+          };
+    await load(service.url, key, Math.max(2 * CONNECTIONS, Math.round(400 / size)), CONNECTIONS, body);
     const lags: number[] = [];
     let recording = true;
     const probing = (async () => {
@@ -113,43 +146,84 @@ async function lagWhileRecording(
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    const recorded = await load(service.url, key, STEPS, CONNECTIONS, body);
+    const recorded = await load(service.url, key, Math.round(STEPS / size), CONNECTIONS, body);
     recording = false;
     await probing;
     if (recorded.errors > 0) throw new Error(`${recorded.errors} requests failed`);
-    return { lags: lags.sort((a, b) => a - b), apiRate: Math.round(STEPS / recorded.seconds) };
+    return { size, lags: lags.sort((a, b) => a - b), apiRate: Math.round(STEPS / recorded.seconds) };
   } finally {
     await service.stop();
   }
 }
 
-/** Steps a second the fold takes from a backlog, with no service running. */
-async function foldThroughput(url: string, pool: pg.Pool): Promise<number> {
-  const { rows } = await pool.query<{ id: string }>(
-    `INSERT INTO runs (uuid, owner, configuration, status)
-     SELECT gen_random_uuid(), 'backlog_' || (g % 10), 'backlog_' || (g % 4), 'running'
-       FROM generate_series(1, 40) AS g RETURNING id`,
-  );
-  const ids = rows.map((row) => row.id);
-  const perStatement = 100;
-  for (let done = 0; done < BACKLOG; done += perStatement) {
-    // One statement of 100 steps, as a batch through the API: 100 steps of one run, one hour.
-    await pool.query(
-      `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
-       SELECT $1, $2 + g, 'tool', 1, (g * 37) % 5000, now() - ($3::int % 720) * interval '1 hour',
-              'tool_' || (g % 20), 'server_' || (g % 5), g % 7 = 0, CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END
-         FROM generate_series(1, ${perStatement}) AS g`,
-      [ids[(done / perStatement) % ids.length], done, done / perStatement],
-    );
-  }
+interface Backlog {
+  name: string;
+  /** Writes BACKLOG steps into run_steps with the triggers on (the changes appended, nothing folded). */
+  write: (pool: pg.Pool) => Promise<void>;
+}
+
+const BACKLOGS: Backlog[] = [
+  {
+    name: 'few keys',
+    async write(pool) {
+      const { rows } = await pool.query<{ id: string }>(
+        `INSERT INTO runs (uuid, owner, configuration, status)
+         SELECT gen_random_uuid(), 'backlog_' || (g % 10), 'backlog_' || (g % 4), 'running'
+           FROM generate_series(1, 40) AS g RETURNING id`,
+      );
+      const ids = rows.map((row) => row.id);
+      const perStatement = 100;
+      for (let done = 0; done < BACKLOG; done += perStatement) {
+        // One statement of 100 steps, as a batch through the API: 100 steps of one run, one hour.
+        await pool.query(
+          `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
+           SELECT $1, $2 + g, 'tool', 1, (g * 37) % 5000, now() - ($3::int % 720) * interval '1 hour',
+                  'tool_' || (g % 20), 'server_' || (g % 5), g % 7 = 0, CASE WHEN g % 7 = 0 THEN 'failed' ELSE 'ok' END
+             FROM generate_series(1, ${perStatement}) AS g`,
+          [ids[(done / perStatement) % ids.length], done, done / perStatement],
+        );
+      }
+    },
+  },
+  {
+    name: 'many keys',
+    async write(pool) {
+      const { rows } = await pool.query<{ id: string }>(
+        `INSERT INTO runs (uuid, owner, configuration, status)
+         SELECT gen_random_uuid(), 'owner_' || (g % 12), 'config_' || (g % 30), 'running'
+           FROM generate_series(0, 359) AS g RETURNING id`,
+      );
+      const first = Math.min(...rows.map((row) => Number(row.id)));
+      const perStatement = 20_000;
+      for (let done = 0; done < BACKLOG; done += perStatement) {
+        // Every call of its own run, tool and minute over 90 days: a bulk load of history.
+        await pool.query(
+          `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
+           SELECT $1 + (h % 360), $2 + g, 'tool', 1, h % 5000, now() - ((h / 7) % (90 * 24 * 60)) * interval '1 minute',
+                  'tool_' || (t % 400), 'server_' || (t % 50), h % 9 = 0 OR h % 13 = 0,
+                  CASE WHEN h % 9 = 0 THEN 'failed' WHEN h % 13 = 0 THEN 'cancelled' ELSE 'ok' END
+             FROM generate_series(1, ${Math.min(perStatement, BACKLOG - done)}) AS g,
+                  LATERAL (SELECT abs(hashint4($2 + g)) AS h, abs(hashint4(($2 + g) * 31 + 7)) AS t) AS x`,
+          [first, 1_000_000 + done],
+        );
+      }
+    },
+  },
+];
+
+/** Calls a second the fold takes from a backlog, with no service running. */
+async function foldThroughput(url: string, pool: pg.Pool, backlog: Backlog): Promise<number> {
+  await backlog.write(pool);
   const handle = await openDatabase({ url });
   try {
     const { changes } = await pendingToolCallChanges(handle.db);
     const started = performance.now();
-    const { folded } = await foldEverything(handle.db);
+    const { folded } = await foldEverything(handle.db, {
+      progress: (done) => process.stdout.write(`\r  ${backlog.name}: ${done} of ${changes} changes folded`),
+    });
     const seconds = (performance.now() - started) / 1000;
     console.log(
-      `  a backlog of ${BACKLOG} steps (${changes} changes, ${folded} folded) in ${seconds.toFixed(2)} s`,
+      `\r  ${backlog.name}: a backlog of ${BACKLOG} calls (${changes} changes, ${folded} folded) in ${seconds.toFixed(2)} s`,
     );
     return Math.round(BACKLOG / seconds);
   } finally {

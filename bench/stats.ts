@@ -70,6 +70,19 @@ const SHAPES: Shape[] = [
     toolShare: 0.5,
     skew: 3,
   },
+  // Many distinct keys for few calls each: 12 owners using all 30 configurations, 400 tools on 50
+  // servers, picked uniformly (about 144,000 keys of all four fields, most with a call or two a day).
+  {
+    name: 'many',
+    owners: 12,
+    configurations: 30,
+    configurationsPerOwner: 30,
+    servers: 50,
+    toolsPerServer: 8,
+    legacy: 0.1,
+    toolShare: 1,
+    skew: 1,
+  },
 ];
 const wantedShapes =
   process.env.BENCH_SHAPES?.split(',') ?? (TEN_MILLION ? ['teams'] : SHAPES.map((s) => s.name));
@@ -142,7 +155,7 @@ async function seed(url: string, shape: Shape, end: Date): Promise<void> {
   await client.query('VACUUM ANALYZE');
   const sizes = await client.query<{ table: string; rows: string }>(
     `SELECT relname AS table, n_live_tup::text AS rows FROM pg_stat_user_tables
-      WHERE relname = 'run_steps' OR relname LIKE 'tool\\_outcome\\_%' ORDER BY relname`,
+      WHERE relname = 'run_steps' OR relname LIKE 'stats\\_%' ORDER BY relname`,
   );
   console.log(
     `  rollups built (${((Date.now() - started) / 1000).toFixed(0)} s): ${sizes.rows.map((r) => `${r.table} ${Number(r.rows).toLocaleString('en')}`).join(', ')}`,

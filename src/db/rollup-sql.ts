@@ -254,8 +254,8 @@ const GENERATED =
   '-- Made from the rollup catalogue (src/domain/outcome-rollups.ts) by `npm run rollups:write`: do not edit.';
 
 /** Adds a batch of cells (calls per hour, key and duration bucket, signed) to every rollup. */
-export function addFunctionSql(): string {
-  const body = OUTCOME_ROLLUPS.flatMap(addStatements)
+export function addFunctionSql(rollups: readonly RollupDefinition[] = OUTCOME_ROLLUPS): string {
+  const body = rollups.flatMap(addStatements)
     .map((statement) => `  ${statement}`)
     .join('\n\n');
   return `${GENERATED}

@@ -52,7 +52,7 @@ import type { JsonObject } from '../domain/run-step.ts';
 import { RunTrace } from '../domain/run-trace.ts';
 import type { JsonValue } from '../domain/tool-result.ts';
 import { checkUuid } from '../domain/uuid.ts';
-import { describeError } from '../log.ts';
+import { BackgroundLoop } from './background-loop.ts';
 import type { Scope } from './scope.ts';
 
 /** What a request or a decision stored. */
@@ -470,33 +470,28 @@ export const EXPIRY_SWEEP_MS = 1_000;
  * EXPIRED step and its run runs again, live.
  */
 export class RequestExpiries {
-  #timer: NodeJS.Timeout | null = null;
-  #pass: Promise<void> = Promise.resolve();
+  readonly #loop: BackgroundLoop;
 
-  constructor(
-    private readonly scope: Pick<Scope, 'db' | 'events'>,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  start(): void {
-    this.#timer = setInterval(() => {
-      this.#pass = this.#pass.then(async () => {
-        try {
-          const closed = await expireRequests(this.scope);
-          if (closed > 0) this.log(`${closed} expired`);
-        } catch (error) {
-          // By name and codes, never the message: a driver's message quotes the values it choked on.
-          this.log(`closing expired requests failed: ${describeError(error)}`);
-        }
-      });
-    }, EXPIRY_SWEEP_MS);
-    this.#timer.unref();
+  constructor(scope: Pick<Scope, 'db' | 'events'>, log: (line: string) => void) {
+    this.#loop = new BackgroundLoop({
+      name: 'closing expired requests',
+      intervalMs: EXPIRY_SWEEP_MS,
+      retryMs: EXPIRY_SWEEP_MS,
+      log,
+      pass: async () => {
+        const closed = await expireRequests(scope);
+        if (closed > 0) log(`${closed} expired`);
+        return false;
+      },
+    });
   }
 
-  async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#pass;
+  start(): void {
+    this.#loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Database } from '../db/connection.ts';
 import { FOLD_BATCH_CHANGES, foldToolCallChanges } from '../db/tool-call-changes.ts';
+import { BackgroundLoop } from './background-loop.ts';
 
 /** How long the folder waits after a batch that left nothing behind (or lost the lock) before the next. */
 export const FOLD_INTERVAL_MS = 100;
@@ -23,60 +24,27 @@ export interface StatsFolderOptions {
  * read adds the changes not folded yet.
  */
 export class StatsFolder {
-  readonly #db: Database;
-  readonly #intervalMs: number;
-  readonly #batchChanges: number;
-  readonly #log: (line: string) => void;
-  #running = false;
-  #timer: NodeJS.Timeout | undefined;
-  #wake: (() => void) | undefined;
-  #loop: Promise<void> | undefined;
+  readonly #loop: BackgroundLoop;
 
   constructor(db: Database, options: StatsFolderOptions = {}) {
-    this.#db = db;
-    this.#intervalMs = options.intervalMs ?? FOLD_INTERVAL_MS;
-    this.#batchChanges = options.batchChanges ?? FOLD_BATCH_CHANGES;
-    this.#log = options.log ?? (() => {});
+    const batchChanges = options.batchChanges ?? FOLD_BATCH_CHANGES;
+    this.#loop = new BackgroundLoop({
+      name: 'folding statistics',
+      intervalMs: options.intervalMs ?? FOLD_INTERVAL_MS,
+      retryMs: FOLD_RETRY_MS,
+      log: options.log,
+      // Another instance holding the lock (null) leaves nothing for this one to do now.
+      pass: async () => ((await foldToolCallChanges(db, batchChanges))?.folded ?? 0) >= batchChanges,
+    });
   }
 
   start(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#loop = this.#run();
+    this.#loop.start();
   }
 
   /** Stops after the batch in flight, if any, has committed or rolled back. */
-  async stop(): Promise<void> {
-    this.#running = false;
-    clearTimeout(this.#timer);
-    this.#wake?.();
-    await this.#loop;
-  }
-
-  async #run(): Promise<void> {
-    let failing = false;
-    while (this.#running) {
-      let pause = this.#intervalMs;
-      try {
-        const batch = await foldToolCallChanges(this.#db, this.#batchChanges);
-        if (failing) this.#log('folding statistics again');
-        failing = false;
-        if (batch && batch.folded >= this.#batchChanges) pause = 0;
-      } catch (error) {
-        if (!failing) this.#log(`folding statistics failed (${errorName(error)}); retrying`);
-        failing = true;
-        pause = FOLD_RETRY_MS;
-      }
-      if (pause > 0 && this.#running) await this.#sleep(pause);
-    }
-  }
-
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      this.#wake = resolve;
-      this.#timer = setTimeout(resolve, ms);
-      this.#timer.unref();
-    });
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 }
 
@@ -103,11 +71,4 @@ export async function foldEverything(
     if (batch.folded > 0) progress(folded);
     if (batch.folded < batchChanges) return { folded, lockedOut: false };
   }
-}
-
-/** An error's name and code for a log line, never its message (which may quote data). */
-function errorName(error: unknown): string {
-  if (!(error instanceof Error)) return 'unknown';
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' ? `${error.name} ${code}` : error.name;
 }
