@@ -91,7 +91,7 @@ export const runSteps = pgTable(
     check('run_steps_sequence_positive', sql`${t.sequence} > 0`),
     check('run_steps_round_not_negative', sql`${t.round} >= 0`),
     check('run_steps_duration_not_negative', sql`${t.durationMs} >= 0`),
-    // SPEC 2.5, stated by the database as well as by the RunStep value object.
+    // The boolean-first rule (docs/architecture.md), stated by the database as well as by the RunStep value object.
     check('run_steps_tool_outcome_known', sql`${t.toolOutcome} in ('ok', 'failed', 'cancelled')`),
     check('run_steps_tool_outcome_only_on_tool_steps', sql`${t.toolOutcome} is null or ${t.kind} = 'tool'`),
     check(
@@ -228,7 +228,7 @@ export const otlpSpans = pgTable(
 );
 
 /**
- * What a run asks a person (SPEC 13): an approval of a proposed tool call or
+ * What a run asks a person (docs/architecture.md, a human in the loop): an approval of a proposed tool call or
  * input against a JSON Schema, and how it stands (migrations/0041). The
  * request and its decision are also steps of the run's timeline.
  */

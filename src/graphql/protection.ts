@@ -27,6 +27,18 @@ function disableIntrospection(): Plugin {
 }
 
 /**
+ * The headers that make a GET or form-encoded request one a browser sends to
+ * another origin only after a CORS preflight: then it cannot be forged by a
+ * page of another site. The key's own header is one: keys travel in
+ * `Authorization`, never in cookies, so a request a page could forge carries
+ * no key and is refused (401) anyway, and the clients frontends use (urql
+ * sends queries as GET) need no header of their own. Yoga's and Apollo's
+ * conventional headers are kept for requests without a key (GraphiQL's
+ * introspection in development).
+ */
+export const CSRF_SAFE_HEADERS = ['authorization', 'x-graphql-yoga-csrf', 'apollo-require-preflight'];
+
+/**
  * Depth, cost, alias, token and directive limits, CSRF prevention; no introspection
  * in production. The body limit is yoga's own (`maxRequestBodySize`), which counts
  * bytes as they arrive, whatever the framing.
@@ -34,7 +46,7 @@ function disableIntrospection(): Plugin {
 export function protectionPlugins(production: boolean): Plugin[] {
   return [
     closeAfterOversizedBody(),
-    useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf'] }),
+    useCSRFPrevention({ requestHeaders: CSRF_SAFE_HEADERS }),
     // Depth first: a deep query is also a costly one, and "too deep" is the clearer answer.
     maxDepthPlugin({ n: RequestLimits.maxDepth, exposeLimits: true, flattenFragments: true }) as Plugin,
     EnvelopArmorPlugin({
