@@ -1,21 +1,24 @@
 import {
   deleteMcpServer,
+  findMcpServer,
   insertMcpServer,
   listMcpServers,
   type McpServerRow,
   updateMcpServer,
 } from '../db/mcp-servers.ts';
-import { InvalidInputError } from '../domain/errors.ts';
-import { checkName, Limits } from '../domain/limits.ts';
+import { DomainError, InvalidInputError } from '../domain/errors.ts';
+import { checkInteger, checkName, Limits } from '../domain/limits.ts';
 import {
   checkServerEndpoint,
   type McpServerConfig,
   type McpServerInput,
   parseCredentialReference,
 } from '../domain/mcp-server.ts';
-import { canListServers, requirePermission } from '../domain/permissions.ts';
+import { can, canListServers, requirePermission } from '../domain/permissions.ts';
 import { type McpPolicy, urlPort } from '../mcp/outbound-policy.ts';
-import { McpFault } from '../mcp/transport-error.ts';
+import type { McpSessions } from '../mcp/sessions.ts';
+import { type ListedTool, listToolsOnSession, MAX_LISTED_TOOLS } from '../mcp/tool-adapter.ts';
+import { McpFault, McpTransportError } from '../mcp/transport-error.ts';
 import type { Scope } from './scope.ts';
 
 export const serverNotFound = (identifier: string, field = 'identifier') =>
@@ -125,4 +128,32 @@ export async function findServers(
   // Servers are few (an operator registers them): one statement reads them all.
   const rows = new Map((await listMcpServers(db)).map((row) => [row.identifier, row]));
   return identifiers.map((identifier) => rows.get(identifier) ?? null);
+}
+
+export { type ListedTool, MAX_LISTED_TOOLS };
+
+/** How long a listing of a server's tools may take by default. */
+export const LIST_TOOLS_TIMEOUT_MS = 10_000;
+
+/**
+ * The tools a registered server lists, asked on its kept session: for those
+ * who may call them (record) or manage servers. A fault of the server or the
+ * transport is refused with its MCP_* code, nothing stored.
+ */
+export async function listServerTools(
+  { db, actor }: Scope,
+  identifier: string,
+  sessions: McpSessions,
+  timeoutMs = LIST_TOOLS_TIMEOUT_MS,
+): Promise<ListedTool[]> {
+  if (!can(actor, 'manage_servers')) requirePermission(actor, 'record');
+  const checkedTimeout = checkInteger(timeoutMs, 'timeoutMs', 1, Limits.maxToolCallTimeoutMs);
+  const server = await findMcpServer(db, checkName(identifier, 'identifier', Limits.shortNameLength));
+  if (!server) throw serverNotFound(identifier);
+  try {
+    return await listToolsOnSession(sessions, server, checkedTimeout);
+  } catch (error) {
+    if (error instanceof McpTransportError) throw new DomainError(error.code, error.message);
+    throw error;
+  }
 }

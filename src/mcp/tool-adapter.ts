@@ -234,3 +234,69 @@ export async function callMcpTool(
     await sessions.close();
   }
 }
+
+/** A tool a server lists (`tools/list`), its texts made safe to show. */
+export interface ListedTool {
+  name: string;
+  title: string | null;
+  description: string | null;
+  /** The JSON Schema of its arguments, as the server states it. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** The most tools a listing keeps, and pages it reads: a server that lists more is cut off there. */
+export const MAX_LISTED_TOOLS = 1_000;
+const MAX_LIST_PAGES = 50;
+
+/**
+ * Every tool a registered server lists, page after page, on its kept session
+ * (opened if need be), within `timeoutMs` in all. A session the server no
+ * longer knows is opened again once, as for a call. Faults are transport
+ * faults with their MCP_* codes.
+ */
+export async function listToolsOnSession(
+  sessions: McpSessions,
+  server: McpServerConfig,
+  timeoutMs: number,
+): Promise<ListedTool[]> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const spec = sessions.specFor(server);
+  const listAll = async () => {
+    const { session } = await sessions.sessionFor(spec, signal);
+    const tools: ListedTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES && tools.length < MAX_LISTED_TOOLS; page += 1) {
+      const answer = await session.client.listTools(cursor === undefined ? undefined : { cursor }, {
+        signal,
+        timeout: timeoutMs,
+      });
+      for (const tool of answer.tools.slice(0, MAX_LISTED_TOOLS - tools.length)) {
+        tools.push({
+          name: tool.name,
+          title: typeof tool.title === 'string' ? clipRemoteText(tool.title) : null,
+          description: typeof tool.description === 'string' ? clipRemoteText(tool.description) : null,
+          inputSchema: tool.inputSchema,
+        });
+      }
+      cursor = answer.nextCursor;
+      if (cursor === undefined) break;
+    }
+    sessions.answered(spec);
+    return tools;
+  };
+  const fault = (error: unknown) =>
+    signal.aborted && !(error instanceof McpTransportError)
+      ? McpTransportError.exhaustedDeadline(timeoutMs)
+      : asTransportError(error, null, 'tools/list');
+  try {
+    return await listAll();
+  } catch (error) {
+    const first = fault(error);
+    if (first.code !== McpFault.SessionExpired) throw first;
+    try {
+      return await listAll();
+    } catch (again) {
+      throw fault(again);
+    }
+  }
+}

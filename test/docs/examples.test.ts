@@ -84,7 +84,11 @@ describe('the examples of the documentation', () => {
     keys.admin = (await createApiKey(handle.db, 'admin', PERMISSIONS)).key;
     keys.approver = (await createApiKey(handle.db, 'carol', ['read_all_runs', 'approve_runs'])).key;
     await handle.close();
-    service = await startService({ PGLITE_DATA_DIR: dataDir });
+    // The reference MCP server, allowed as docs/mcp.md tells the reader to allow it.
+    service = await startService({
+      PGLITE_DATA_DIR: dataDir,
+      RUNLEDGER_MCP_STDIO_COMMANDS: 'node node_modules/@modelcontextprotocol/server-everything/dist/index.js',
+    });
     origin = new URL(service.url).origin;
     model = await startFakeModel();
   }, 120_000);

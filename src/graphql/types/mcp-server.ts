@@ -1,10 +1,15 @@
 import type { McpServerRow } from '../../db/mcp-servers.ts';
 import { Limits } from '../../domain/limits.ts';
 import type { McpHeader } from '../../domain/mcp-server.ts';
+import type { JsonObject } from '../../domain/run-step.ts';
 import { callTool } from '../../ledger/call-tool.ts';
 import {
   findServers,
+  LIST_TOOLS_TIMEOUT_MS,
+  type ListedTool,
   listServers,
+  listServerTools,
+  MAX_LISTED_TOOLS,
   registerServer,
   removeServer,
   updateServer,
@@ -32,6 +37,20 @@ const McpHeaderRef = builder.objectRef<McpHeader>('McpHeader').implement({
 const configuration = (description: string) => privateField(description, 'manage_servers');
 
 const McpServerRef = builder.objectRef<McpServerRow>(nodeTypename('McpServer'));
+
+const McpToolRef = builder.objectRef<ListedTool>('McpTool').implement({
+  description: 'A tool an MCP server lists (tools/list), as it states it; its texts cleaned and cut.',
+  fields: (t) => ({
+    name: t.exposeString('name', { description: 'What callTool takes as toolName.' }),
+    title: t.exposeString('title', { nullable: true }),
+    description: t.exposeString('description', { nullable: true }),
+    inputSchema: t.field({
+      type: 'JSON',
+      description: 'The JSON Schema of its arguments.',
+      resolve: (tool) => tool.inputSchema as JsonObject,
+    }),
+  }),
+});
 
 builder.node(McpServerRef, {
   isTypeOf: (value) =>
@@ -69,6 +88,21 @@ builder.node(McpServerRef, {
       description: 'The last call it answered.',
     }),
     lastLatencyMs: t.exposeInt('lastLatencyMs', { nullable: true }),
+    tools: t.field({
+      type: [McpToolRef],
+      // Null with its error where it cannot be listed: the rest of the server still reads.
+      nullable: true,
+      description: `The tools the server lists now, asked on its kept session (started if need be), within timeoutMs in all; at most ${MAX_LISTED_TOOLS.toLocaleString('en-US')}. For those who may call them (record) or manage servers, else FORBIDDEN; a fault of the server is its MCP_* code (MCP_DEADLINE_EXHAUSTED past the deadline).`,
+      args: {
+        timeoutMs: t.arg.int({
+          defaultValue: LIST_TOOLS_TIMEOUT_MS,
+          required: true,
+          description: `1 to ${Limits.maxToolCallTimeoutMs.toLocaleString('en-US')} ms.`,
+        }),
+      },
+      resolve: (server, { timeoutMs }, context) =>
+        listServerTools(context, server.identifier, context.mcp.sessions, timeoutMs),
+    }),
     toolOutcomeCounts: t.field({
       type: OutcomeCountsRef,
       description: 'Tool calls on this server over the last 30 days, in runs the caller may see.',
