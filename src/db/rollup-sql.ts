@@ -255,7 +255,8 @@ const GENERATED =
 
 /** Adds a batch of cells (calls per hour, key and duration bucket, signed) to every rollup. */
 export function addFunctionSql(rollups: readonly RollupDefinition[] = OUTCOME_ROLLUPS): string {
-  const body = rollups.flatMap(addStatements)
+  const body = rollups
+    .flatMap(addStatements)
     .map((statement) => `  ${statement}`)
     .join('\n\n');
   return `${GENERATED}
