@@ -65,7 +65,8 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
       await locker.connect();
       try {
         await locker.query('BEGIN');
-        // The first rollup a batch adds to, locked by this test: the fold waits on it, mid-batch.
+        // A rollup a batch adds to, locked by this test: the fold waits on it, mid-batch. (Only this
+        // database's sessions are looked at: other databases of the cluster may fold at the same time.)
         await locker.query('LOCK TABLE stats_server_tool_daily IN SHARE MODE');
         const first = await startService({ DATABASE_URL: database.url ?? '' });
         services.push(first);
@@ -73,7 +74,7 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
           async () =>
             (
               await client.query(
-                `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%tool_outcome_rollups_fold%'`,
+                `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%tool_outcome_rollups_fold%'`,
               )
             ).rowCount === 1,
         );
@@ -87,7 +88,7 @@ describe.each(backendNames.filter((name) => name === 'postgres'))(
           async () =>
             (
               await client.query(
-                `SELECT 1 FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE '%tool_outcome_rollups_fold%'`,
+                `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%tool_outcome_rollups_fold%'`,
               )
             ).rowCount === 0,
         );

@@ -204,6 +204,8 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     );
     expect(await page.getByTestId('run-status').textContent()).toContain('abgebrochen');
     expect(await page.getByTestId('run-status').textContent()).not.toContain('fehlgeschlagen');
+    // The reason is not the status said again.
+    expect((await page.getByTestId('run-status').textContent())?.match(/abgebrochen/g)).toHaveLength(1);
     expect(await page.evaluate(() => document.documentElement.lang)).toBe('de');
     await shoot(page, 'run-de');
     // The language is switched in the page and kept in the URL.
@@ -212,6 +214,9 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await expect
       .poll(() => page.locator('tr[data-outcome="cancelled"] td.outcome-cell').first().textContent())
       .toBe('cancelled');
+    // Kinds in words, as in German: no identifier (llm, tool_write) on the page.
+    expect(await page.getByRole('cell', { name: /^(llm|tool|tool_write)$/ }).count()).toBe(0);
+    expect(await page.getByRole('cell', { name: 'model call', exact: true }).count()).toBeGreaterThan(0);
     await shoot(page, 'run');
     await page.close();
   });
@@ -271,6 +276,31 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     );
     await shoot(page, 'runs-de');
     await page.close();
+  });
+
+  it("speaks the browser's language without ?lang, and keeps the reader's choice of another in the URL", async () => {
+    const german = await browser.newContext({ locale: 'de-DE', timezoneId: 'Europe/Berlin' });
+    await german.route('**/*', (route) =>
+      route.request().url().startsWith(base) ? route.continue() : route.abort(),
+    );
+    try {
+      const page = await german.newPage();
+      await page.goto(`${base}/runs`);
+      // Signed in through the German form: the page speaks German before anyone chose.
+      await page.getByLabel('API-Schlüssel').fill(adminKey);
+      await page.getByRole('button', { name: 'Anmelden' }).click();
+      await expect.poll(() => page.getByTestId('runs-total').textContent()).toMatch(/^1–20 von \d/);
+      expect(await page.evaluate(() => document.documentElement.lang)).toBe('de');
+      expect(page.url()).not.toContain('lang=');
+      // English chosen: kept in the URL (the browser would say German again without it), and on links.
+      await page.getByLabel('Sprache').selectOption('en');
+      await expect.poll(() => page.url()).toContain('lang=en');
+      await expect.poll(() => page.getByTestId('runs-total').textContent()).toMatch(/^1–20 of \d/);
+      await page.reload();
+      await expect.poll(() => page.getByTestId('runs-total').textContent()).toMatch(/^1–20 of \d/);
+    } finally {
+      await german.close();
+    }
   });
 
   it('shows a step recorded through the API on an open run page within 2 s', async () => {

@@ -71,7 +71,7 @@ export function Section({ title, children }: { title: ReactNode; children: React
   );
 }
 
-/** Switches the language in place: the choice is kept in the URL (`?lang=de`). */
+/** Switches the language in place: the choice is kept in the URL (`?lang=de`, `?lang=en`). */
 export function LanguageSwitch() {
   const { t } = useWords();
   const locale = useLocale();
@@ -82,9 +82,9 @@ export function LanguageSwitch() {
       <select
         value={locale}
         onChange={(event) => {
+          // Kept in the URL whichever it is: the browser's own language may be the other one.
           const next = new URLSearchParams(params);
-          if (event.target.value === 'en') next.delete('lang');
-          else next.set('lang', event.target.value);
+          next.set('lang', event.target.value);
           setParams(next);
         }}
       >

@@ -84,6 +84,7 @@ const VIEWER_TEXTS = {
     'viewer.column.calls': 'Calls',
     'viewer.column.failureRate': 'Failure rate',
     'viewer.column.p95': 'p95 duration',
+    'viewer.estimate': 'An estimate from a histogram: within 14 % of the true value.',
     'viewer.run.title': 'Run {uuid}',
     'viewer.run.notFound': 'There is no such run, or it is not one you may see.',
     'viewer.run.rounds': 'Rounds',
@@ -209,6 +210,7 @@ const VIEWER_TEXTS = {
     'viewer.column.calls': 'Aufrufe',
     'viewer.column.failureRate': 'Fehlerquote',
     'viewer.column.p95': 'p95-Dauer',
+    'viewer.estimate': 'Eine Schätzung aus einem Histogramm: höchstens 14 % vom wahren Wert entfernt.',
     'viewer.run.title': 'Lauf {uuid}',
     'viewer.run.notFound': 'Diesen Lauf gibt es nicht, oder Sie dürfen ihn nicht sehen.',
     'viewer.run.rounds': 'Runden',
@@ -262,9 +264,28 @@ const VIEWER_TEXTS = {
 
 export type ViewerTextKey = keyof (typeof VIEWER_TEXTS)['en'];
 
+const isLocale = (value: string): value is Locale => (LOCALES as readonly string[]).includes(value);
+
 /** The locale a `?lang=` value names; English for anything else. */
 export function localeOf(value: string | null | undefined): Locale {
-  return (LOCALES as readonly string[]).includes(value ?? '') ? (value as Locale) : 'en';
+  return isLocale(value ?? '') ? (value as Locale) : 'en';
+}
+
+/**
+ * The first of the browser's preferred languages the viewer speaks, by its
+ * primary tag (`de-AT` is German); English when it speaks none of them.
+ */
+export function preferredLocale(languages: readonly string[]): Locale {
+  for (const tag of languages) {
+    const primary = tag.split('-')[0]?.toLowerCase() ?? '';
+    if (isLocale(primary)) return primary;
+  }
+  return 'en';
+}
+
+/** The page's language: `?lang=` when it names one, else the browser's preference. */
+export function pageLocale(asked: string | null, languages: readonly string[]): Locale {
+  return asked !== null && isLocale(asked) ? asked : preferredLocale(languages);
 }
 
 /** The BCP 47 tag Intl formats dates, numbers and cost with. */

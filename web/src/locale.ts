@@ -3,26 +3,34 @@ import { useTranslation } from 'react-i18next';
 import { useSearchParams } from 'react-router';
 import type { Locale } from '../../src/domain/labels.ts';
 import { type Formatters, formatters } from './format.ts';
-import { localeOf } from './i18n.ts';
+import { localeOf, pageLocale } from './i18n.ts';
 
-/** The page's language, from `?lang=` (kept in the URL, so a link shows the same language). */
+/** The languages the browser prefers, most preferred first. */
+const browserLanguages = (): readonly string[] =>
+  navigator.languages?.length ? navigator.languages : [navigator.language];
+
+/**
+ * The page's language: `?lang=` when the reader chose one (kept in the URL, so
+ * a link shows the same language), else the browser's preference.
+ */
 export function useLocale(): Locale {
   const [params] = useSearchParams();
-  return localeOf(params.get('lang'));
+  return pageLocale(params.get('lang'), browserLanguages());
 }
 
-/** A path inside the viewer that keeps the page's language. */
+/** A path inside the viewer that keeps the language the reader chose, if any. */
 export function useLocalPath(): (path: string, query?: URLSearchParams) => string {
-  const locale = useLocale();
+  const [params] = useSearchParams();
+  const chosen = params.get('lang');
   return useCallback(
     (path: string, query = new URLSearchParams()) => {
       const next = new URLSearchParams(query);
-      if (locale !== 'en') next.set('lang', locale);
+      if (chosen !== null) next.set('lang', localeOf(chosen));
       else next.delete('lang');
       const search = next.toString();
       return search ? `${path}?${search}` : path;
     },
-    [locale],
+    [chosen],
   );
 }
 

@@ -154,7 +154,8 @@ export function RunPage() {
           <dt>{t('viewer.column.status')}</dt>
           <dd data-testid="run-status">
             <StatusText status={run.status} />
-            {run.terminationReason && (
+            {/* A reason that only says the status again ("cancelled · cancelled") is left out. */}
+            {run.terminationReason && run.terminationReason.toLowerCase() !== run.status.toLowerCase() && (
               <>
                 {' · '}
                 <ReasonText reason={run.terminationReason} />

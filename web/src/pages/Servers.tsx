@@ -51,7 +51,9 @@ function StatsTable({
             <td className="number" data-field="failureRate">
               {f.percent(row.counts.failureRate)}
             </td>
-            <td className="number">{row.p95DurationMs == null ? '' : `${f.number(row.p95DurationMs)} ms`}</td>
+            <td className="number" title={row.p95DurationMs == null ? undefined : t('viewer.estimate')}>
+              {row.p95DurationMs == null ? '' : f.percentileMs(row.p95DurationMs)}
+            </td>
           </tr>
         ))}
       </tbody>
