@@ -11,8 +11,11 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Measurements run alone, after the suite (vitest.timing.config.ts): never beside other tests' load.
     exclude: ['test/timing/**', '**/node_modules/**'],
-    // Generates the typed operations of the tests (test/support/codegen.ts).
+    // Generates the typed operations of the tests (test/support/codegen.ts) and the migrated templates
+    // every test database is copied from (test/support/databases.ts).
     globalSetup: ['test/global-setup.ts'],
+    // Kills what a test file started and left running (test/support/processes.ts).
+    setupFiles: ['test/setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

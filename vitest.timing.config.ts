@@ -8,6 +8,8 @@ export default defineConfig({
   resolve: { alias: { graphql: graphqlEntry } },
   test: {
     include: ['test/timing/**/*.timing.test.ts'],
+    // Kills what a test file started and left running (test/support/processes.ts).
+    setupFiles: ['test/setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,8 +1,9 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { connect, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { killOwned, spawnOwned } from '../support/processes.ts';
 import { startService } from '../support/service.ts';
 
 /**
@@ -47,11 +48,10 @@ function portAnswers(port: number): Promise<boolean> {
 
 describe('npm start, the way production runs it', () => {
   let npm: ChildProcess | undefined;
-  afterEach(() => {
-    if (npm?.pid && npm.exitCode === null) {
-      for (const pid of descendants(npm.pid)) process.kill(pid, 'SIGKILL');
-      npm.kill('SIGKILL');
-    }
+  afterEach(async () => {
+    // npm, and the service it started: one process group.
+    if (npm) await killOwned(npm);
+    npm = undefined;
   });
 
   it.each(['SIGTERM', 'SIGINT'] as const)(
@@ -98,7 +98,7 @@ describe('while the service starts', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const address = silent.address();
     const dbPort = typeof address === 'object' && address ? address.port : 0;
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawnOwned(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: root,
       env: {
         ...process.env,
@@ -133,7 +133,7 @@ describe('while the service starts', () => {
           .code,
       ).toBe('DATABASE_UNAVAILABLE');
     } finally {
-      child.kill('SIGKILL');
+      await killOwned(child);
       silent.close();
     }
   }, 60_000);

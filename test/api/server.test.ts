@@ -8,7 +8,8 @@ describe.each(backendNames)('the service over HTTP (%s)', (backend) => {
   let running: Running | undefined;
   let database: TestDatabase | undefined;
   afterEach(async () => {
-    if (running?.child.exitCode === null) running.child.kill('SIGKILL');
+    await running?.stop();
+    running = undefined;
     await database?.dispose();
     database = undefined;
   });

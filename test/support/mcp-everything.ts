@@ -1,8 +1,8 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { type AddressInfo, createServer as createNetServer } from 'node:net';
+import { killOwned, spawnOwned } from './processes.ts';
 
 /** One request that passed the tap: what it carried and what the server said to it. */
 export interface TappedRequest {
@@ -118,7 +118,7 @@ export interface EverythingHttpServer {
 
 /** One server-everything process on `port`, once it listens; what it prints goes to `print`. */
 async function spawnEverythingHttp(port: number, print: (text: string) => void): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [EVERYTHING_SERVER, 'streamableHttp'], {
+  const child = spawnOwned(process.execPath, [EVERYTHING_SERVER, 'streamableHttp'], {
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -155,11 +155,7 @@ export async function startEverythingHttp(): Promise<EverythingHttpServer> {
       child.kill(signal);
     },
     restart: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = once(child, 'exit');
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await killOwned(child);
       child = await spawnEverythingHttp(port, print);
     },
   };

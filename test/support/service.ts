@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +7,8 @@ import { createApiKey } from '../../src/db/api-keys.ts';
 import { type Database, openDatabase } from '../../src/db/connection.ts';
 import { migrate } from '../../src/db/migrator.ts';
 import type { Permission } from '../../src/domain/permissions.ts';
-import { type BackendName, openTestDatabase } from './databases.ts';
+import { type BackendName, openTestDatabase, seedPgliteDir } from './databases.ts';
+import { killOwned, spawnOwned } from './processes.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -19,6 +20,8 @@ export interface Running {
   output: () => string;
   /** The administrator key a fresh database prints once, if it printed one. */
   adminKey: () => string | undefined;
+  /** Kills it and whatever it started (its process group), and waits until it has exited. */
+  stop(): Promise<void>;
 }
 
 export interface StartOptions {
@@ -34,7 +37,7 @@ export async function startService(
   { command = [process.execPath, '--import', 'tsx', 'src/main.ts'], timeoutMs = 30_000 }: StartOptions = {},
 ): Promise<Running> {
   const [program, ...args] = command;
-  const child = spawn(program, args, {
+  const child = spawnOwned(program, args, {
     cwd: root,
     env: { ...process.env, PORT: '0', NODE_ENV: 'test', DATABASE_URL: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,23 +49,31 @@ export async function startService(
   child.stderr?.on('data', (chunk) => {
     output += String(chunk);
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), timeoutMs);
-    const look = () => {
-      const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    };
-    child.stdout?.on('data', look);
-    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
-  });
+  let timer: NodeJS.Timeout | undefined;
+  let url: string;
+  try {
+    url = await new Promise<string>((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no URL printed:\n${output}`)), timeoutMs);
+      const look = () => {
+        const match = /GraphQL API at (http:\/\/\S+)/.exec(output);
+        if (match?.[1]) resolve(match[1]);
+      };
+      child.stdout?.on('data', look);
+      child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
+    });
+  } catch (error) {
+    // A start that failed or took too long leaves nothing behind.
+    await killOwned(child);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
   return {
     child,
     url,
     output: () => output,
     adminKey: () => /administrator key \(shown once, store it now\): (rl_\S+)/.exec(output)?.[1],
+    stop: () => killOwned(child),
   };
 }
 
@@ -107,9 +118,6 @@ export async function startKeyedService<Actor extends string>(
     }
     return keys;
   };
-  const stop = (running: Running) => {
-    if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
-  };
   if (backend === 'postgres') {
     const database = await openTestDatabase('postgres');
     const keys = await makeKeys(database.handle.db);
@@ -119,14 +127,16 @@ export async function startKeyedService<Actor extends string>(
       keys,
       openDatabase: async () => ({ db: database.handle.db, close: async () => {} }),
       dispose: async () => {
-        stop(running);
+        await running.stop();
         await database.dispose();
       },
     };
   }
   // PGlite is one process's: the keys are made first, then the service opens the directory.
   const dataDir = await mkdtemp(join(tmpdir(), 'runledger-service-'));
+  await seedPgliteDir(dataDir);
   const handle = await openDatabase({ dataDir });
+  // Applies nothing on the unpacked template, and refuses one whose migrations have since changed.
   await migrate(handle);
   const keys = await makeKeys(handle.db);
   await handle.close();
@@ -139,7 +149,7 @@ export async function startKeyedService<Actor extends string>(
       return { db: reopened.db, close: () => reopened.close() };
     },
     dispose: async () => {
-      stop(running);
+      await running.stop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { spawnOwned } from '../processes.ts';
 import type { Scenario } from './fake-model.ts';
 import type { InvocationReport, Target } from './harness.ts';
 
@@ -103,17 +103,17 @@ export async function runLibrary(
           process.execPath,
           ['--import', 'tsx', `${ROOT}test/support/agents/run.ts`, library.id, ...scenarios],
         ];
-  const child = spawn(command, args, {
+  const child = spawnOwned(command, args, {
     cwd: ROOT,
     env: { ...process.env, RUNLEDGER_TARGETS: JSON.stringify(targets), OTEL_SDK_DISABLED: undefined },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => {
+  child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString('utf8');
   });
-  child.stderr.on('data', (chunk: Buffer) => {
+  child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString('utf8');
   });
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
