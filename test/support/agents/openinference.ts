@@ -1,16 +1,11 @@
 import { LangChainInstrumentation } from '@arizeai/openinference-instrumentation-langchain';
 import { MCPInstrumentation } from '@arizeai/openinference-instrumentation-mcp';
 import * as CallbackManagerModule from '@langchain/core/callbacks/manager';
-import { tool } from '@langchain/core/tools';
-import { createReactAgent } from '@langchain/langgraph/prebuilt';
-import { MultiServerMCPClient } from '@langchain/mcp-adapters';
-import { ChatOpenAI } from '@langchain/openai';
 import * as ClientStdioModule from '@modelcontextprotocol/sdk/client/stdio.js';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-node';
-import { z } from 'zod';
-import { MODEL } from './fake-model.ts';
-import { type AgentLibrary, EVERYTHING_STDIO, LOOKUP_ORDER, lookupOrder, promptFor } from './harness.ts';
+import type { AgentLibrary } from './harness.ts';
+import { invokeReactAgent } from './langgraph.ts';
 
 /**
  * A LangGraph ReAct agent (`createReactAgent`, `ChatOpenAI`, the tools of
@@ -34,35 +29,10 @@ export const openinference: AgentLibrary = {
     new MCPInstrumentation().manuallyInstrument({ clientStdioModule: ClientStdioModule });
   },
 
-  async invoke(scenario, model, signal) {
-    const mcp = new MultiServerMCPClient({
-      mcpServers: { everything: { transport: 'stdio', ...EVERYTHING_STDIO } },
-    });
-    try {
-      const lookup = tool(async ({ orderId }) => lookupOrder(orderId), {
-        name: LOOKUP_ORDER.name,
-        description: LOOKUP_ORDER.description,
-        schema: z.object({ orderId: z.string() }),
-      });
-      const agent = createReactAgent({
-        llm: new ChatOpenAI({
-          model: MODEL,
-          apiKey: 'sk-fake',
-          configuration: { baseURL: model.baseURL },
-          // Not streaming: LangChain then counts tokens itself with tiktoken, which downloads its encodings.
-        }),
-        tools: [...(await mcp.getTools()), lookup],
-        name: 'support-agent',
-      });
-      const state = await agent.invoke(
-        { messages: [{ role: 'user', content: promptFor(scenario) }] },
-        { signal, metadata: { session_id: `session-${scenario}` } },
-      );
-      const last = state.messages.at(-1);
-      return typeof last?.content === 'string' ? last.content : JSON.stringify(last?.content);
-    } finally {
-      await mcp.close();
-    }
+  invoke(scenario, model, signal) {
+    return invokeReactAgent(scenario, model, (agent, input) =>
+      agent.invoke(input, { signal, metadata: { session_id: `session-${scenario}` } }),
+    );
   },
 
   async flush() {
