@@ -303,6 +303,39 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     }
   });
 
+  it('never scrolls sideways: at 375 and 768 px, and at 1,360 px with a name of 200 characters', async () => {
+    const long = `config-${'x'.repeat(193)}`;
+    const started = await api<{ startRun: { data: { uuid: string } } }>(
+      adminKey,
+      'mutation ($c: String!) { startRun(input: { configuration: $c }) { ... on StartRunSuccess { data { uuid } } } }',
+      { c: long },
+    );
+    const page = await signedIn(adminKey, '/runs');
+    const sideways = () =>
+      page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    // Each page with what it shows once its data is in (a run page keeps its live stream open).
+    for (const [width, path, shown] of [
+      [1360, '/runs', 'runs-recent'],
+      [1360, `/runs/${started.startRun.data.uuid}`, 'run-status'],
+      [768, '/runs', 'runs-recent'],
+      [375, '/runs', 'runs-recent'],
+      [375, `/runs/${DEMO_RUN_UUID}`, 'timeline'],
+      [375, '/servers', 'servers'],
+    ] as const) {
+      await page.setViewportSize({ width, height: 800 });
+      await page.goto(`${base}${path}`);
+      await page.getByTestId(shown).waitFor();
+      expect([width, path, await sideways()]).toEqual([width, path, 0]);
+    }
+    // A table wider than a phone scrolls in its own region, which a keyboard reaches.
+    await page.setViewportSize({ width: 375, height: 800 });
+    await page.goto(`${base}/runs/${DEMO_RUN_UUID}`);
+    const region = page.getByRole('region', { name: 'Timeline' });
+    await region.waitFor();
+    expect(await region.getAttribute('tabindex')).toBe('0');
+    await page.close();
+  });
+
   it('shows a step recorded through the API on an open run page within 2 s', async () => {
     const uuid = await startRun();
     const page = await signedIn(adminKey, `/runs/${uuid}`);

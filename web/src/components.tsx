@@ -62,6 +62,20 @@ export function ErrorNote({
   );
 }
 
+/**
+ * A table that scrolls sideways in its own region when the screen is
+ * narrower than it, so that the page never does; focusable, so that a
+ * keyboard can scroll it too.
+ */
+export function ScrollingTable({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
+    <div className="table-scroll" role="region" aria-label={label} tabIndex={0}>
+      {children}
+    </div>
+  );
+}
+
 export function Section({ title, children }: { title: ReactNode; children: ReactNode }) {
   return (
     <section>

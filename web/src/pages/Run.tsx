@@ -6,6 +6,7 @@ import {
   OutcomeCountsText,
   OutcomeText,
   ReasonText,
+  ScrollingTable,
   Section,
   StatusText,
 } from '../components.tsx';
@@ -235,39 +236,41 @@ export function RunPage() {
 function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }) {
   const { t, f } = useWords();
   return (
-    <table className="timeline" data-testid="timeline">
-      <thead>
-        <tr>
-          <th className="number">#</th>
-          <th>{t('viewer.column.time')}</th>
-          <th>{t('viewer.column.kind')}</th>
-          <th className="number">{t('viewer.column.round')}</th>
-          <th className="number">{t('viewer.column.ms')}</th>
-          <th>{t('viewer.column.outcome')}</th>
-          <th>{t('viewer.column.details')}</th>
-          <th>{t('viewer.column.failure')}</th>
-        </tr>
-      </thead>
-      <tbody>
-        {entries.map((entry) => (
-          <tr
-            key={entry.sequence}
-            data-sequence={entry.sequence}
-            data-outcome={entry.outcome?.toLowerCase() ?? ''}
-          >
-            <td className="number">{entry.sequence}</td>
-            <td>{f.time(entry.occurredAt)}</td>
-            <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
-            <td className="number">{entry.round}</td>
-            <td className="number">{f.number(entry.durationMs)}</td>
-            <td className="outcome-cell">
-              <OutcomeText outcome={entry.outcome} />
-            </td>
-            <td className="detail">{entry.detail}</td>
-            <td>{entry.step.failureCode ?? ''}</td>
+    <ScrollingTable label={t('viewer.run.timeline')}>
+      <table className="timeline" data-testid="timeline">
+        <thead>
+          <tr>
+            <th className="number">#</th>
+            <th>{t('viewer.column.time')}</th>
+            <th>{t('viewer.column.kind')}</th>
+            <th className="number">{t('viewer.column.round')}</th>
+            <th className="number">{t('viewer.column.ms')}</th>
+            <th>{t('viewer.column.outcome')}</th>
+            <th>{t('viewer.column.details')}</th>
+            <th>{t('viewer.column.failure')}</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {entries.map((entry) => (
+            <tr
+              key={entry.sequence}
+              data-sequence={entry.sequence}
+              data-outcome={entry.outcome?.toLowerCase() ?? ''}
+            >
+              <td className="number">{entry.sequence}</td>
+              <td>{f.time(entry.occurredAt)}</td>
+              <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
+              <td className="number">{entry.round}</td>
+              <td className="number">{f.number(entry.durationMs)}</td>
+              <td className="outcome-cell">
+                <OutcomeText outcome={entry.outcome} />
+              </td>
+              <td className="detail">{entry.detail}</td>
+              <td>{entry.step.failureCode ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ScrollingTable>
   );
 }

@@ -1,7 +1,14 @@
 import { type FormEvent, useMemo } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { useQuery } from 'urql';
-import { ErrorNote, OutcomeCountsText, ReasonText, Section, StatusText } from '../components.tsx';
+import {
+  ErrorNote,
+  OutcomeCountsText,
+  ReasonText,
+  ScrollingTable,
+  Section,
+  StatusText,
+} from '../components.tsx';
 import type { RunFilter, RunStatus, ToolOutcome, ViewerRunRowFragment } from '../gql/graphql.ts';
 import { useLocalPath, useWords } from '../locale.ts';
 import { RunsPageQuery } from '../operations.ts';
@@ -148,45 +155,47 @@ function RunTable({ runs, label }: { runs: readonly ViewerRunRowFragment[]; labe
   const { t, f } = useWords();
   const to = useLocalPath();
   return (
-    <table className="runs" data-testid={`runs-${label}`}>
-      <thead>
-        <tr>
-          <th>{t('viewer.column.run')}</th>
-          <th>{t('viewer.column.configuration')}</th>
-          <th>{t('viewer.column.owner')}</th>
-          <th>{t('viewer.column.status')}</th>
-          <th>{t('viewer.column.reason')}</th>
-          <th>{t('viewer.column.created')}</th>
-          <th>{t('viewer.column.finished')}</th>
-          <th className="number">{t('viewer.column.cost')}</th>
-          <th>{t('viewer.column.toolCalls')}</th>
-        </tr>
-      </thead>
-      <tbody>
-        {runs.map((run) => (
-          <tr key={run.id} data-run={run.uuid}>
-            <td>
-              <Link to={to(`/runs/${run.uuid}`)} className="uuid">
-                {run.uuid.slice(0, 8)}
-              </Link>
-            </td>
-            <td>{run.configuration}</td>
-            <td>{run.owner}</td>
-            <td>
-              <StatusText status={run.status} />
-            </td>
-            <td>
-              <ReasonText reason={run.terminationReason} />
-            </td>
-            <td>{f.dateTime(run.createdAt)}</td>
-            <td>{f.dateTime(run.finishedAt)}</td>
-            <td className="number">{f.cost(run.estimatedCost)}</td>
-            <td>
-              <OutcomeCountsText counts={run.toolOutcomeCounts} />
-            </td>
+    <ScrollingTable label={t(`viewer.runs.${label}`)}>
+      <table className="runs" data-testid={`runs-${label}`}>
+        <thead>
+          <tr>
+            <th>{t('viewer.column.run')}</th>
+            <th>{t('viewer.column.configuration')}</th>
+            <th>{t('viewer.column.owner')}</th>
+            <th>{t('viewer.column.status')}</th>
+            <th>{t('viewer.column.reason')}</th>
+            <th>{t('viewer.column.created')}</th>
+            <th>{t('viewer.column.finished')}</th>
+            <th className="number">{t('viewer.column.cost')}</th>
+            <th>{t('viewer.column.toolCalls')}</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {runs.map((run) => (
+            <tr key={run.id} data-run={run.uuid}>
+              <td>
+                <Link to={to(`/runs/${run.uuid}`)} className="uuid">
+                  {run.uuid.slice(0, 8)}
+                </Link>
+              </td>
+              <td>{run.configuration}</td>
+              <td>{run.owner}</td>
+              <td>
+                <StatusText status={run.status} />
+              </td>
+              <td>
+                <ReasonText reason={run.terminationReason} />
+              </td>
+              <td>{f.dateTime(run.createdAt)}</td>
+              <td>{f.dateTime(run.finishedAt)}</td>
+              <td className="number">{f.cost(run.estimatedCost)}</td>
+              <td>
+                <OutcomeCountsText counts={run.toolOutcomeCounts} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ScrollingTable>
   );
 }

@@ -1,7 +1,14 @@
 import { Link, useParams } from 'react-router';
 import { useQuery } from 'urql';
 import { OutcomeChart } from '../charts.tsx';
-import { browserUtcOffsetMinutes, daysAgo, ErrorNote, OutcomeCountsText, Section } from '../components.tsx';
+import {
+  browserUtcOffsetMinutes,
+  daysAgo,
+  ErrorNote,
+  OutcomeCountsText,
+  ScrollingTable,
+  Section,
+} from '../components.tsx';
 import { useLocalPath, useWords } from '../locale.ts';
 import { ServersPageQuery, ServerToolsQuery } from '../operations.ts';
 
@@ -28,36 +35,38 @@ function StatsTable({
 }) {
   const { t, f } = useWords();
   return (
-    <table className="stats" data-testid={testId}>
-      <thead>
-        <tr>
-          <th>{nameColumn}</th>
-          <th className="number">{t('viewer.column.calls')}</th>
-          <th>{t('viewer.column.toolCalls')}</th>
-          <th className="number">{t('viewer.column.failureRate')}</th>
-          <th className="number">{t('viewer.column.p95')}</th>
-        </tr>
-      </thead>
-      <tbody>
-        {rows.map((row) => (
-          <tr key={row.name} data-name={row.name}>
-            <td>{row.href ? <Link to={row.href}>{row.name}</Link> : row.name}</td>
-            <td className="number" data-field="total">
-              {f.number(row.counts.total)}
-            </td>
-            <td>
-              <OutcomeCountsText counts={row.counts} />
-            </td>
-            <td className="number" data-field="failureRate">
-              {f.percent(row.counts.failureRate)}
-            </td>
-            <td className="number" title={row.p95DurationMs == null ? undefined : t('viewer.estimate')}>
-              {row.p95DurationMs == null ? '' : f.percentileMs(row.p95DurationMs)}
-            </td>
+    <ScrollingTable label={nameColumn}>
+      <table className="stats" data-testid={testId}>
+        <thead>
+          <tr>
+            <th>{nameColumn}</th>
+            <th className="number">{t('viewer.column.calls')}</th>
+            <th>{t('viewer.column.toolCalls')}</th>
+            <th className="number">{t('viewer.column.failureRate')}</th>
+            <th className="number">{t('viewer.column.p95')}</th>
           </tr>
-        ))}
-      </tbody>
-    </table>
+        </thead>
+        <tbody>
+          {rows.map((row) => (
+            <tr key={row.name} data-name={row.name}>
+              <td>{row.href ? <Link to={row.href}>{row.name}</Link> : row.name}</td>
+              <td className="number" data-field="total">
+                {f.number(row.counts.total)}
+              </td>
+              <td>
+                <OutcomeCountsText counts={row.counts} />
+              </td>
+              <td className="number" data-field="failureRate">
+                {f.percent(row.counts.failureRate)}
+              </td>
+              <td className="number" title={row.p95DurationMs == null ? undefined : t('viewer.estimate')}>
+                {row.p95DurationMs == null ? '' : f.percentileMs(row.p95DurationMs)}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </ScrollingTable>
   );
 }
 
