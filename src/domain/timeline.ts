@@ -1,3 +1,4 @@
+import { isolated } from './bidi.ts';
 import { type IsoInstant, isoInstant } from './date-time.ts';
 import { decimal, type LabelKey, type Locale, label, outcomeLabel } from './labels.ts';
 import { RunStep } from './run-step.ts';
@@ -123,14 +124,15 @@ function requestPart(facts: DetailFacts, locale: Locale): string {
   if (facts.phase !== 'decided' || !DECISIONS.has(decision))
     return label(locale, 'runs.detail.request.asked');
   return label(locale, `runs.detail.request.${decision}` as LabelKey, {
-    actor: String(facts.decidedBy ?? ''),
+    actor: isolated(String(facts.decidedBy ?? '')),
   });
 }
 
 function toolPart(step: DetailSource, locale: Locale): string {
   const { server, toolName } = step;
-  if (server && toolName) return `${server}/${toolName}`;
-  return server || toolName || label(locale, 'runs.detail.tool');
+  // Names stand in a sentence of the viewer's words: isolated, none can turn those words around.
+  if (server && toolName) return `${isolated(server)}/${isolated(toolName)}`;
+  return isolated(server || toolName || '') || label(locale, 'runs.detail.tool');
 }
 
 /** A short line of metadata about one step, in a fixed order, in the locale's words. */
@@ -141,7 +143,7 @@ export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   if ((step.kind === 'approval' || step.kind === 'input') && facts.phase !== undefined)
     line = requestPart(facts, locale);
   if (step.kind === 'tool_write' && step.writeTarget) {
-    const target = `${step.writeTarget.table}#${step.writeTarget.uid}`;
+    const target = isolated(`${step.writeTarget.table}#${step.writeTarget.uid}`);
     line = and(line, label(locale, `runs.detail.write.${step.writeTarget.kind}`, { target }));
   }
   // The code is a stable name in every locale; only the words around it are translated.
@@ -154,7 +156,7 @@ export function detailLine(step: DetailSource, locale: Locale = 'en'): string {
   if (typeof facts.sessionStartMs === 'number') {
     line = and(line, label(locale, 'runs.detail.sessionStart', { ms: facts.sessionStartMs }));
   }
-  if (facts.model !== undefined) line = and(line, String(facts.model));
+  if (facts.model !== undefined) line = and(line, isolated(String(facts.model)));
   if (facts.promptTokens !== undefined || facts.completionTokens !== undefined) {
     line = and(
       line,

@@ -1,5 +1,6 @@
 import i18next from 'i18next';
 import { initReactI18next } from 'react-i18next';
+import { isolated } from '../../src/domain/bidi.ts';
 import { LABELS, LOCALES, type Locale } from '../../src/domain/labels.ts';
 
 /**
@@ -302,6 +303,8 @@ void i18n.use(initReactI18next).init({
   // Keys are flat ("runs.detail.outcome.cancelled"), and placeholders are the label table's {name}.
   keySeparator: false,
   nsSeparator: false,
-  interpolation: { prefix: '{', suffix: '}', escapeValue: false },
+  // Every value set into a sentence (a name above all) is isolated when it holds anything that changes
+  // direction, so that none turns the viewer's own words around. React escapes the markup.
+  interpolation: { prefix: '{', suffix: '}', escapeValue: true, escape: isolated },
   returnNull: false,
 });
