@@ -326,6 +326,8 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
       await page.goto(`${base}${path}`);
       await page.getByTestId(shown).waitFor();
       expect([width, path, await sideways()]).toEqual([width, path, 0]);
+      // Each page is titled by what it shows, not all alike.
+      expect(await page.title()).toMatch(/^(Runs|Run [0-9a-f]{8}|Servers and tools) – runledger$/);
     }
     // A table wider than a phone scrolls in its own region, which a keyboard reaches.
     await page.setViewportSize({ width: 375, height: 800 });

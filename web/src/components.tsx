@@ -1,4 +1,5 @@
 import type { ReactNode } from 'react';
+import { useEffect } from 'react';
 import { useSearchParams } from 'react-router';
 import { LOCALES } from '../../src/domain/labels.ts';
 import { errorCode } from './client.ts';
@@ -60,6 +61,13 @@ export function ErrorNote({
         : t('viewer.error', { code: errorCode(error) })}
     </p>
   );
+}
+
+/** The page's title, for the tab, the history and a screen reader: what the page shows, then the product. */
+export function usePageTitle(title: string): void {
+  useEffect(() => {
+    document.title = `${title} – runledger`;
+  }, [title]);
 }
 
 /**

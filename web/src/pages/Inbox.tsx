@@ -1,7 +1,7 @@
 import { type FormEvent, useId, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
-import { ErrorNote, Section } from '../components.tsx';
+import { ErrorNote, Section, usePageTitle } from '../components.tsx';
 import type { ViewerInboxQuery } from '../gql/graphql.ts';
 import { useLocalPath, useWords } from '../locale.ts';
 import { DecideApprovalMutation, InboxQuery, ProvideInputMutation } from '../operations.ts';
@@ -51,6 +51,7 @@ function valuesOf(fields: readonly FormField[], form: FormData): Record<string, 
  */
 export function InboxPage() {
   const { t } = useWords();
+  usePageTitle(t('viewer.nav.inbox'));
   const [{ data, error, fetching }, refetch] = useQuery({ query: InboxQuery, requestPolicy: 'network-only' });
   const [done, setDone] = useState<string | null>(null);
   if (error) return <ErrorNote error={error} />;

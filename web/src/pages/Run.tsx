@@ -9,6 +9,7 @@ import {
   ScrollingTable,
   Section,
   StatusText,
+  usePageTitle,
 } from '../components.tsx';
 import type {
   ViewerRunEventsSubscription,
@@ -36,6 +37,7 @@ function merged(
 export function RunPage() {
   const { uuid = '' } = useParams();
   const { t, f, locale } = useWords();
+  usePageTitle(t('viewer.run.title', { uuid: uuid.slice(0, 8) }));
   const client = useClient();
   const { viewer } = useSession();
   const [{ data, error, fetching }] = useQuery({

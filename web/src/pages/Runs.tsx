@@ -8,6 +8,7 @@ import {
   ScrollingTable,
   Section,
   StatusText,
+  usePageTitle,
 } from '../components.tsx';
 import type { RunFilter, RunStatus, ToolOutcome, ViewerRunRowFragment } from '../gql/graphql.ts';
 import { useLocalPath, useWords } from '../locale.ts';
@@ -42,6 +43,7 @@ function filterOf(params: URLSearchParams): RunFilter {
 
 export function RunsPage() {
   const { t, f } = useWords();
+  usePageTitle(t('viewer.nav.runs'));
   const to = useLocalPath();
   const navigate = useNavigate();
   const [params] = useSearchParams();

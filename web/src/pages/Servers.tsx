@@ -8,6 +8,7 @@ import {
   OutcomeCountsText,
   ScrollingTable,
   Section,
+  usePageTitle,
 } from '../components.tsx';
 import { useLocalPath, useWords } from '../locale.ts';
 import { ServersPageQuery, ServerToolsQuery } from '../operations.ts';
@@ -83,6 +84,7 @@ function bucketsOf(
 
 export function ServersPage() {
   const { t, f } = useWords();
+  usePageTitle(t('viewer.nav.servers'));
   const to = useLocalPath();
   const [{ data, error, fetching }] = useQuery({
     query: ServersPageQuery,
@@ -136,6 +138,7 @@ export function ServersPage() {
 export function ServerPage() {
   const { server = '' } = useParams();
   const { t } = useWords();
+  usePageTitle(t('viewer.servers.tools', { server }));
   const to = useLocalPath();
   const [{ data, error, fetching }] = useQuery({
     query: ServerToolsQuery,

@@ -1,5 +1,5 @@
 import { type FormEvent, useId, useState } from 'react';
-import { LanguageSwitch } from '../components.tsx';
+import { LanguageSwitch, usePageTitle } from '../components.tsx';
 import { useWords } from '../locale.ts';
 
 export function SignIn({
@@ -11,6 +11,7 @@ export function SignIn({
 }) {
   const { t } = useWords();
   const id = useId();
+  usePageTitle(t('viewer.signIn.title'));
   const [key, setKey] = useState('');
   const [busy, setBusy] = useState(false);
   async function submit(event: FormEvent) {

@@ -1,6 +1,6 @@
 import { useQuery } from 'urql';
 import { StackedChart } from '../charts.tsx';
-import { browserUtcOffsetMinutes, daysAgo, ErrorNote } from '../components.tsx';
+import { browserUtcOffsetMinutes, daysAgo, ErrorNote, usePageTitle } from '../components.tsx';
 import { useWords } from '../locale.ts';
 import { RunStatsQuery } from '../operations.ts';
 
@@ -24,6 +24,7 @@ const REASON_COLOURS: Readonly<Record<string, string>> = {
 
 export function StatsPage() {
   const { t } = useWords();
+  usePageTitle(t('viewer.nav.stats'));
   const [{ data, error, fetching }] = useQuery({
     query: RunStatsQuery,
     variables: { since: daysAgo(PERIOD_DAYS), utcOffsetMinutes: browserUtcOffsetMinutes() },
