@@ -128,6 +128,8 @@ export function createServer({
     // Bounded in bytes, and filled only for requests whose key is known (useAuthenticationFirst).
     parserAndValidationCache: parseCaches,
     healthCheckEndpoint: '/health',
+    // A path that is nobody's is a 404, not yoga's landing page (which loads an image from another host).
+    landingPage: false,
     plugins: [
       // The viewer's pages, and OTLP over HTTP beside GraphQL on the same port and keys: answered before any
       // GraphQL plugin runs.

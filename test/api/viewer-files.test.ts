@@ -86,6 +86,15 @@ describe('the viewer, as the service serves it', () => {
     }
   });
 
+  it("answers 404 for a path that is nobody's, not a page that loads anything from another host", async () => {
+    for (const path of ['/nothing-here', '/admin', '/wp-login.php']) {
+      const answer = await get(path, { accept: 'text/html' });
+      const body = await answer.text();
+      expect({ path, status: answer.status }).toEqual({ path, status: 404 });
+      expect(body).not.toMatch(/https?:\/\//);
+    }
+  });
+
   it('leaves GraphQL, health and other methods to the service', async () => {
     const key = await api.keyFor('alice');
     const graphql = await server.fetch('http://runledger.test/graphql', {
