@@ -78,9 +78,9 @@ export function usePageTitle(title: string): void {
 export function ScrollingTable({ label, children }: { label: string; children: ReactNode }) {
   return (
     // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard
-    <div className="table-scroll" role="region" aria-label={label} tabIndex={0}>
+    <section className="table-scroll" aria-label={label} tabIndex={0}>
       {children}
-    </div>
+    </section>
   );
 }
 
