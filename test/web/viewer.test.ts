@@ -51,7 +51,8 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
   let service: Running;
   let tools: HttpToolServer;
   let browser: Browser;
-  let context: BrowserContext;
+  /** Every context opened, closed at the end. */
+  const contexts: BrowserContext[] = [];
   let base = '';
   let graphqlUrl = '';
   let adminKey = '';
@@ -74,8 +75,31 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     return data.startRun.data.uuid;
   }
 
+  /**
+   * A page of a browser session of its own: the tabs of one session share their key (they ask each other for
+   * it), so a test that signs in with two keys at once opens two sessions.
+   */
+  async function freshPage(): Promise<Page> {
+    const context = await browser.newContext({
+      locale: 'en-US',
+      timezoneId: 'UTC',
+      viewport: { width: 1360, height: 860 },
+    });
+    contexts.push(context);
+    // A step that waits longer fails with what it waited for, inside the test's own time.
+    context.setDefaultTimeout(10_000);
+    // Nothing may leave the machine: a request to another origin is recorded and refused.
+    await context.route('**/*', (route) => {
+      const url = route.request().url();
+      if (url.startsWith(base) || url.startsWith('data:')) return route.continue();
+      external.push(url);
+      return route.abort();
+    });
+    return context.newPage();
+  }
+
   async function signedIn(key = adminKey, path = '/'): Promise<Page> {
-    const page = await context.newPage();
+    const page = await freshPage();
     await page.goto(`${base}${path}`);
     await page.getByLabel(/^(API key|API-Schlüssel)$/).fill(key);
     await page.getByRole('button', { name: /^(Sign in|Anmelden)$/ }).click();
@@ -113,23 +137,10 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
       i: { identifier: 'tools', transport: 'STREAMABLE_HTTP', url: tools.url },
     });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({
-      locale: 'en-US',
-      timezoneId: 'UTC',
-      viewport: { width: 1360, height: 860 },
-    });
-    // A step that waits longer fails with what it waited for, inside the test's own time.
-    context.setDefaultTimeout(10_000);
-    // Nothing may leave the machine: a request to another origin is recorded and refused.
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (url.startsWith(base) || url.startsWith('data:')) return route.continue();
-      external.push(url);
-      return route.abort();
-    });
   }, 180_000);
 
   afterAll(async () => {
+    for (const context of contexts) await context.close();
     await browser?.close();
     if (service?.child.exitCode === null) service.child.kill('SIGTERM');
     await tools?.close();
@@ -137,7 +148,7 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
   });
 
   it('signs in with the API key field, says when a key is wrong, and forgets the key on sign-out', async () => {
-    const page = await context.newPage();
+    const page = await freshPage();
     await page.goto(`${base}/`);
     await shoot(page, 'sign-in');
     await page.getByLabel('API key').fill('rl_not-a-key');
@@ -155,14 +166,59 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.close();
   });
 
-  it('leads back to sign-in when the key is revoked while the page is open', async () => {
+  it('leads back to sign-in when the key is revoked while the page is open, and says why', async () => {
     const { key, row } = await createApiKey(database.handle.db, 'temporary', ['read_all_runs']);
     const page = await signedIn(key, '/runs');
     await page.getByTestId('runs-recent').waitFor();
     await revokeApiKey(database.handle.db, String(row.id));
     await page.getByRole('link', { name: 'Servers and tools' }).click();
     await page.getByLabel('API key').waitFor();
+    expect(await page.getByRole('alert').textContent()).toBe(
+      'Your key is no longer accepted: it was revoked or has expired. Sign in with another key.',
+    );
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.close();
+  });
+
+  it('keeps the key across the tabs of a browser session: a run opened in a new tab is signed in; a sign-out signs out every tab', async () => {
+    const first = await signedIn(readerKey, '/runs');
+    await first.getByTestId('runs-recent').waitFor();
+    const second = await first.context().newPage();
+    await second.goto(`${base}/runs/${DEMO_RUN_UUID}`);
+    await second.getByText('Signed in as auditor').waitFor();
+    await second.getByTestId('run-status').waitFor();
+    await second.getByRole('button', { name: 'Sign out' }).click();
+    await second.getByLabel('API key').waitFor();
+    await first.getByText('You signed out in another tab.').waitFor();
+    expect(await first.evaluate(() => sessionStorage.length)).toBe(0);
+    // Once no tab holds it, a new tab asks for a key.
+    const third = await first.context().newPage();
+    await third.goto(`${base}/runs`);
+    await third.getByLabel('API key').waitFor();
+    await first.context().close();
+  });
+
+  it('says when the service did not answer a sign-in, and keeps a signed-in key through an outage', async () => {
+    const page = await freshPage();
+    // A proxy in front of a service that is down answers 502.
+    await page.route(`${base}/graphql**`, (route) => route.fulfill({ status: 502, body: 'Bad Gateway' }));
+    await page.goto(`${base}/`);
+    await page.getByLabel('API key').fill(readerKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect
+      .poll(() => page.getByRole('alert').textContent())
+      .toBe('The service did not answer (HTTP_502), so the key was not checked. Try again in a moment.');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.unroute(`${base}/graphql**`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('Signed in as auditor').waitFor();
+    // The service unreachable during a reload: the key is kept, the page says so and signs in once it answers.
+    await page.route(`${base}/graphql**`, (route) => route.abort('connectionrefused'));
+    await page.reload();
+    await page.getByText('The service cannot be reached right now (UNREACHABLE). Your key is kept.').waitFor();
+    expect(await page.title()).toBe('Service unreachable – runledger');
+    await page.unroute(`${base}/graphql**`);
+    await page.getByText('Signed in as auditor').waitFor({ timeout: 15_000 });
     await page.close();
   });
 
@@ -348,6 +404,31 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     });
     await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 2_000 });
     expect(Date.now() - recordedAt).toBeLessThan(2_000);
+    await page.close();
+  });
+
+  it('takes the live stream up again after a restart of the service: says so meanwhile, then shows what was missed', async () => {
+    const uuid = await startRun();
+    const page = await signedIn(adminKey, `/runs/${uuid}`);
+    await page.getByText('live', { exact: true }).waitFor();
+    const port = new URL(service.url).port;
+    await service.stop();
+    await page.getByText('reconnecting…', { exact: true }).waitFor();
+    service = await startService({
+      DATABASE_URL: database.url ?? '',
+      RUNLEDGER_MCP_ALLOWED_HOSTS: '127.0.0.1:*',
+      PORT: port,
+    });
+    // A step recorded while the page was away, and one after: both arrive, and the page is live again.
+    await api(adminKey, 'mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }', {
+      input: { runUuid: uuid, kind: 'LLM', round: 1, durationMs: 7 },
+    });
+    await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 15_000 });
+    await page.getByText('live', { exact: true }).waitFor();
+    await api(adminKey, 'mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }', {
+      input: { runUuid: uuid, kind: 'LLM', round: 2, durationMs: 7 },
+    });
+    await page.locator('tr[data-sequence="2"]').waitFor({ timeout: 5_000 });
     await page.close();
   });
 

@@ -1,8 +1,8 @@
-import { lazy, Suspense, useEffect, useMemo, useState } from 'react';
+import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
 import { Link, Navigate, NavLink, Route, Routes } from 'react-router';
 import { Provider } from 'urql';
-import { createApiClient, errorCode } from './client.ts';
-import { LanguageSwitch } from './components.tsx';
+import { createApiClient, errorCode, isServiceDown } from './client.ts';
+import { LanguageSwitch, usePageTitle } from './components.tsx';
 import type { ViewerSessionQuery } from './gql/graphql.ts';
 import { i18n } from './i18n.ts';
 import { useLocale, useLocalPath, useWords } from './locale.ts';
@@ -11,7 +11,16 @@ import { InboxPage } from './pages/Inbox.tsx';
 import { RunPage } from './pages/Run.tsx';
 import { RunsPage } from './pages/Runs.tsx';
 import { SignIn } from './pages/SignIn.tsx';
-import { type Session, SessionContext, storedKey, useSession } from './session.ts';
+import {
+  announceSignOut,
+  joinOpenTabs,
+  keyFromOpenTabs,
+  type Session,
+  SessionContext,
+  type SignInReason,
+  storedKey,
+  useSession,
+} from './session.ts';
 
 // The chart pages load the chart library when first opened: the runs list does not wait for it.
 const ServersPage = lazy(() =>
@@ -24,19 +33,30 @@ const StatsPage = lazy(() => import('./pages/Stats.tsx').then((module) => ({ def
 
 type Check =
   | { state: 'checking' }
-  | { state: 'signedOut'; wrongKey: boolean }
+  | { state: 'signedOut'; reason: SignInReason | null }
+  /** The key kept in this tab could not be checked (the service is down): kept, and tried again. */
+  | { state: 'unreachable'; code: string }
   | { state: 'signedIn'; session: Session };
 
-/** Asks the service who a key is: the viewer, or null when the key is not valid. */
-async function whoIs(
-  key: string,
-  onKeyRefused: () => void,
-): Promise<{ session: Omit<Session, 'signOut'> } | { refused: string }> {
+type WhoIs =
+  | { session: Omit<Session, 'signOut'> }
+  | { refused: 'key' }
+  | { refused: 'service'; code: string };
+
+/** Asks the service who a key is: the viewer, a refused key, or a service that did not answer. */
+async function whoIs(key: string, onKeyRefused: () => void): Promise<WhoIs> {
   const client = createApiClient(key, onKeyRefused);
   const result = await client.query(ViewerSessionDocument, {}).toPromise();
-  if (result.error || !result.data) return { refused: result.error ? errorCode(result.error) : 'UNKNOWN' };
-  return { session: { client, viewer: result.data.viewer as ViewerSessionQuery['viewer'] } };
+  if (result.data && !result.error)
+    return { session: { client, viewer: result.data.viewer as ViewerSessionQuery['viewer'] } };
+  if (result.error && isServiceDown(result.error))
+    return { refused: 'service', code: errorCode(result.error) };
+  return { refused: 'key' };
 }
+
+/** Waits between checks of a kept key while the service is down: 1 s, doubling, at most 10 s. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_MOST_MS = 10_000;
 
 export function App() {
   const locale = useLocale();
@@ -44,38 +64,65 @@ export function App() {
     void i18n.changeLanguage(locale);
     document.documentElement.lang = locale;
   }, [locale]);
-  const [check, setCheck] = useState<Check>(() =>
-    storedKey.read() ? { state: 'checking' } : { state: 'signedOut', wrongKey: false },
-  );
+  const [check, setCheck] = useState<Check>({ state: 'checking' });
 
-  const signOut = useMemo(
-    () => () => {
-      storedKey.clear();
-      setCheck({ state: 'signedOut', wrongKey: false });
-    },
-    [],
-  );
+  /** Forgets the key in this tab; `reason` says why on the sign-in page. */
+  const signedOut = useCallback((reason: SignInReason | null) => {
+    storedKey.clear();
+    setCheck({ state: 'signedOut', reason });
+  }, []);
+  const signOut = useCallback(() => {
+    announceSignOut();
+    signedOut(null);
+  }, [signedOut]);
+  // A key revoked while the page is open leads back to sign-in, which says so.
+  const keyRefused = useCallback(() => signedOut({ kind: 'revoked' }), [signedOut]);
 
+  /** Signs in with a key typed on the sign-in page: a refusal says why, and keeps nothing. */
   async function signIn(key: string): Promise<void> {
-    const answer = await whoIs(key, signOut);
-    if ('refused' in answer) {
-      storedKey.clear();
-      setCheck({ state: 'signedOut', wrongKey: answer.refused === 'UNAUTHENTICATED' });
-      return;
-    }
-    storedKey.write(key);
-    setCheck({ state: 'signedIn', session: { ...answer.session, signOut } });
+    const answer = await whoIs(key, keyRefused);
+    if ('session' in answer) {
+      storedKey.write(key);
+      setCheck({ state: 'signedIn', session: { ...answer.session, signOut } });
+    } else
+      signedOut(answer.refused === 'key' ? { kind: 'wrongKey' } : { kind: 'unavailable', code: answer.code });
   }
 
-  // A key kept from earlier in this tab is checked once; a revoked key leads back to sign-in.
+  // A key kept in this tab, or held by another open tab, is checked on the first render; while the service
+  // is down it is kept and checked again, never forgotten for an outage.
   // biome-ignore lint/correctness/useExhaustiveDependencies: runs once, on the first render
   useEffect(() => {
-    const key = storedKey.read();
-    if (key) void signIn(key);
+    let stopped = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    async function resume(wait: number): Promise<void> {
+      const key = storedKey.read() ?? (await keyFromOpenTabs());
+      if (stopped) return;
+      if (!key) return setCheck({ state: 'signedOut', reason: null });
+      const answer = await whoIs(key, keyRefused);
+      if (stopped) return;
+      if ('session' in answer) {
+        storedKey.write(key);
+        setCheck({ state: 'signedIn', session: { ...answer.session, signOut } });
+      } else if (answer.refused === 'key') signedOut({ kind: 'revoked' });
+      else {
+        setCheck({ state: 'unreachable', code: answer.code });
+        timer = setTimeout(() => void resume(Math.min(wait * 2, RETRY_MOST_MS)), wait);
+      }
+    }
+    void resume(RETRY_FIRST_MS);
+    const leave = joinOpenTabs(() =>
+      setCheck({ state: 'signedOut', reason: { kind: 'signedOutElsewhere' } }),
+    );
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      leave();
+    };
   }, []);
 
+  if (check.state === 'unreachable') return <Unreachable code={check.code} onSignOut={signOut} />;
   if (check.state === 'checking') return <Loading />;
-  if (check.state === 'signedOut') return <SignIn onSignIn={signIn} wrongKey={check.wrongKey} />;
+  if (check.state === 'signedOut') return <SignIn onSignIn={signIn} reason={check.reason} />;
   return (
     <SessionContext.Provider value={check.session}>
       <Provider value={check.session.client}>
@@ -95,6 +142,22 @@ export function App() {
         </Layout>
       </Provider>
     </SessionContext.Provider>
+  );
+}
+
+/** The service did not answer while a kept key was checked: said, with the key kept and tried again. */
+function Unreachable({ code, onSignOut }: { code: string; onSignOut: () => void }) {
+  const { t } = useWords();
+  usePageTitle(t('viewer.unreachable.title'));
+  return (
+    <main className="sign-in">
+      <h1>runledger</h1>
+      <p role="status">{t('viewer.unreachable.text', { code })}</p>
+      <p className="note">{t('viewer.unreachable.retrying')}</p>
+      <button type="button" onClick={onSignOut}>
+        {t('viewer.unreachable.otherKey')}
+      </button>
+    </main>
   );
 }
 

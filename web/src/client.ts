@@ -18,7 +18,8 @@ interface HashedDocument {
  */
 export function createApiClient(key: string, onKeyRefused: () => void = () => {}): Client {
   const headers = { authorization: `Bearer ${key}` };
-  const sse = createSseClient({ url: GRAPHQL_PATH, headers, retryAttempts: 5 });
+  // No retries inside the stream: the run page reconnects by itself, and says so while it does.
+  const sse = createSseClient({ url: GRAPHQL_PATH, headers, retryAttempts: 0 });
   return new Client({
     url: GRAPHQL_PATH,
     requestPolicy: 'network-only',
@@ -52,14 +53,30 @@ export function createApiClient(key: string, onKeyRefused: () => void = () => {}
   });
 }
 
-/** The code of a GraphQL error (`extensions.code`), or of the HTTP status when there was none. */
-export function errorCode(error: {
+/** What a failed request carries: its GraphQL errors, a network error, the HTTP answer if there was one. */
+export interface RequestError {
   graphQLErrors: readonly { extensions?: Record<string, unknown> }[];
   networkError?: Error;
   response?: { status?: number };
-}): string {
+}
+
+/**
+ * The code of a GraphQL error (`extensions.code`); else, of the HTTP answer:
+ * `UNAUTHENTICATED` for 401, `HTTP_502` and the like for another status, and
+ * `UNREACHABLE` when the service did not answer at all.
+ */
+export function errorCode(error: RequestError): string {
   const code = error.graphQLErrors[0]?.extensions?.code;
   if (typeof code === 'string') return code;
-  if (error.response?.status === 401) return 'UNAUTHENTICATED';
-  return error.networkError ? 'NETWORK_ERROR' : 'UNKNOWN';
+  const status = error.response?.status;
+  if (status === 401) return 'UNAUTHENTICATED';
+  if (typeof status === 'number' && status > 0) return `HTTP_${status}`;
+  return error.networkError ? 'UNREACHABLE' : 'UNKNOWN';
+}
+
+/** Whether the service is down or in trouble (no answer, or a 5xx from it or a proxy before it): worth trying again. */
+export function isServiceDown(error: RequestError): boolean {
+  if (error.graphQLErrors.length > 0) return false;
+  const status = error.response?.status;
+  return typeof status !== 'number' || status === 0 || status >= 500;
 }

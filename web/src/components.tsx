@@ -2,7 +2,7 @@ import type { ReactNode } from 'react';
 import { useEffect } from 'react';
 import { useSearchParams } from 'react-router';
 import { LOCALES } from '../../src/domain/labels.ts';
-import { errorCode } from './client.ts';
+import { errorCode, type RequestError } from './client.ts';
 import { useLocale, useWords } from './locale.ts';
 
 /** An outcome as the label table words it; the class colours it (cancelled is never red). */
@@ -43,15 +43,7 @@ export function OutcomeCountsText({ counts }: { counts: { ok: number; failed: nu
 }
 
 /** A refusal or outage as the service coded it. */
-export function ErrorNote({
-  error,
-}: {
-  error: {
-    graphQLErrors: readonly { extensions?: Record<string, unknown> }[];
-    networkError?: Error;
-    response?: { status?: number };
-  };
-}) {
+export function ErrorNote({ error }: { error: RequestError }) {
   const { t } = useWords();
   const permission = error.graphQLErrors[0]?.extensions?.permission;
   return (

@@ -44,8 +44,17 @@ const VIEWER_TEXTS = {
     'viewer.signIn.key': 'API key',
     'viewer.signIn.submit': 'Sign in',
     'viewer.signIn.hint':
-      'On its first start the service prints an administrator key. The key stays in this browser tab only.',
-    'viewer.signIn.wrong': 'This API key is not valid.',
+      "On its first start the service prints an administrator key. The key stays in this browser's open tabs until you sign out or close them.",
+    'viewer.signIn.wrongKey': 'This API key is not valid.',
+    'viewer.signIn.revoked':
+      'Your key is no longer accepted: it was revoked or has expired. Sign in with another key.',
+    'viewer.signIn.unavailable':
+      'The service did not answer ({code}), so the key was not checked. Try again in a moment.',
+    'viewer.signIn.signedOutElsewhere': 'You signed out in another tab.',
+    'viewer.unreachable.title': 'Service unreachable',
+    'viewer.unreachable.text': 'The service cannot be reached right now ({code}). Your key is kept.',
+    'viewer.unreachable.retrying': 'Trying again by itself…',
+    'viewer.unreachable.otherKey': 'Sign in with another key',
     'viewer.loading': 'Loading…',
     'viewer.error': 'The service answered with an error: {code}',
     'viewer.forbidden': 'This key may not see this: it lacks the permission {permission}.',
@@ -94,6 +103,7 @@ const VIEWER_TEXTS = {
     'viewer.run.timeline': 'Timeline',
     'viewer.run.steps': '{count} steps',
     'viewer.run.live': 'live',
+    'viewer.run.reconnecting': 'reconnecting…',
     'viewer.run.onTheWire': 'Calls on the wire',
     'viewer.run.progress': '{call}: {progress} of {total}',
     'viewer.run.progressOpen': '{call}: {progress}',
@@ -170,8 +180,18 @@ const VIEWER_TEXTS = {
     'viewer.signIn.key': 'API-Schlüssel',
     'viewer.signIn.submit': 'Anmelden',
     'viewer.signIn.hint':
-      'Beim ersten Start gibt der Dienst einen Administratorschlüssel aus. Der Schlüssel bleibt nur in diesem Browser-Tab.',
-    'viewer.signIn.wrong': 'Dieser API-Schlüssel ist ungültig.',
+      'Beim ersten Start gibt der Dienst einen Administratorschlüssel aus. Der Schlüssel bleibt in den offenen Tabs dieses Browsers, bis Sie sich abmelden oder sie schließen.',
+    'viewer.signIn.wrongKey': 'Dieser API-Schlüssel ist ungültig.',
+    'viewer.signIn.revoked':
+      'Ihr Schlüssel wird nicht mehr angenommen: Er wurde widerrufen oder ist abgelaufen. Melden Sie sich mit einem anderen Schlüssel an.',
+    'viewer.signIn.unavailable':
+      'Der Dienst hat nicht geantwortet ({code}), der Schlüssel wurde nicht geprüft. Versuchen Sie es gleich noch einmal.',
+    'viewer.signIn.signedOutElsewhere': 'Sie haben sich in einem anderen Tab abgemeldet.',
+    'viewer.unreachable.title': 'Dienst nicht erreichbar',
+    'viewer.unreachable.text':
+      'Der Dienst ist gerade nicht erreichbar ({code}). Ihr Schlüssel bleibt gespeichert.',
+    'viewer.unreachable.retrying': 'Neuer Versuch folgt von selbst …',
+    'viewer.unreachable.otherKey': 'Mit einem anderen Schlüssel anmelden',
     'viewer.loading': 'Lädt …',
     'viewer.error': 'Der Dienst hat mit einem Fehler geantwortet: {code}',
     'viewer.forbidden': 'Dieser Schlüssel darf das nicht sehen: ihm fehlt die Berechtigung {permission}.',
@@ -220,6 +240,7 @@ const VIEWER_TEXTS = {
     'viewer.run.timeline': 'Zeitleiste',
     'viewer.run.steps': '{count} Schritte',
     'viewer.run.live': 'live',
+    'viewer.run.reconnecting': 'verbindet neu …',
     'viewer.run.onTheWire': 'Laufende Aufrufe',
     'viewer.run.progress': '{call}: {progress} von {total}',
     'viewer.run.progressOpen': '{call}: {progress}',

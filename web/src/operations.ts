@@ -136,6 +136,15 @@ export const TimelineAfterQuery = graphql(`
   }
 `);
 
+/** The run's header alone: read again after the live stream was lost, before it is taken up again. */
+export const RunHeaderQuery = graphql(`
+  query ViewerRunHeaderNow($uuid: String!) {
+    run(uuid: $uuid) {
+      ...ViewerRunHeader
+    }
+  }
+`);
+
 export const RunEventsSubscription = graphql(`
   subscription ViewerRunEvents($uuid: String!, $afterSequence: Int, $payloads: Boolean! = false) {
     runEvents(uuid: $uuid, afterSequence: $afterSequence) {

@@ -1,6 +1,7 @@
 import { type FormEvent, useId, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
+import { errorCode } from '../client.ts';
 import { ErrorNote, Section, usePageTitle } from '../components.tsx';
 import type { ViewerInboxQuery } from '../gql/graphql.ts';
 import { useLocalPath, useWords } from '../locale.ts';
@@ -107,7 +108,7 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
         input: { runUuid: request.run.uuid, request: request.uuid, decision, comment: comment || null },
       });
       const answer = result.data?.decideApproval;
-      if (!answer) return { __typename: 'Error', code: result.error ? 'NETWORK_ERROR' : 'UNKNOWN' };
+      if (!answer) return { __typename: 'Error', code: result.error ? errorCode(result.error) : 'UNKNOWN' };
       return answer.__typename === 'RequestRecordedSuccess'
         ? { __typename: answer.__typename, state: answer.data.request.state }
         : { __typename: answer.__typename, code: 'code' in answer ? answer.code : 'UNKNOWN' };
@@ -118,7 +119,7 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
         input: { runUuid: request.run.uuid, request: request.uuid, ...input },
       });
       const answer = result.data?.provideInput;
-      if (!answer) return { __typename: 'Error', code: result.error ? 'NETWORK_ERROR' : 'UNKNOWN' };
+      if (!answer) return { __typename: 'Error', code: result.error ? errorCode(result.error) : 'UNKNOWN' };
       return answer.__typename === 'RequestRecordedSuccess'
         ? { __typename: answer.__typename, state: answer.data.request.state }
         : { __typename: answer.__typename, code: 'code' in answer ? answer.code : 'UNKNOWN' };

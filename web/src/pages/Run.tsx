@@ -1,6 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import { useParams } from 'react-router';
 import { useClient, useMutation, useQuery } from 'urql';
+import { onEnd, pipe, subscribe } from 'wonka';
+import { errorCode } from '../client.ts';
 import {
   ErrorNote,
   OutcomeCountsText,
@@ -17,10 +19,19 @@ import type {
   ViewerTimelineRowFragment,
 } from '../gql/graphql.ts';
 import { useWords } from '../locale.ts';
-import { CancelRunMutation, RunEventsSubscription, RunPageQuery, TimelineAfterQuery } from '../operations.ts';
+import {
+  CancelRunMutation,
+  RunEventsSubscription,
+  RunHeaderQuery,
+  RunPageQuery,
+  TimelineAfterQuery,
+} from '../operations.ts';
 import { useSession } from '../session.ts';
 
 const TERMINAL = new Set(['COMPLETED', 'FAILED', 'CANCELLED']);
+/** Pauses before the live stream is taken up again after it was lost: 1 s, doubling, at most 5 s. */
+const RECONNECT_FIRST_MS = 1_000;
+const RECONNECT_MOST_MS = 5_000;
 
 type CallProgress = NonNullable<ViewerRunEventsSubscription['runEvents']['progress']>;
 
@@ -47,7 +58,7 @@ export function RunPage() {
   const [run, setRun] = useState<ViewerRunHeaderFragment | null>(null);
   const [entries, setEntries] = useState<ViewerTimelineRowFragment[]>([]);
   const [hasMore, setHasMore] = useState(false);
-  const [live, setLive] = useState(false);
+  const [live, setLive] = useState<'live' | 'reconnecting'>('live');
   // The latest progress of each call on the wire, by call; a stored step ends what it reported.
   const [progress, setProgress] = useState<ReadonlyMap<string, CallProgress>>(new Map());
   const cursor = useRef<string | null>(null);
@@ -102,18 +113,53 @@ export function RunPage() {
   }, [data, pull]);
 
   // Live while the run runs: each event updates the header; a new step brings its timeline line.
-  const open = data?.run ? !TERMINAL.has(data.run.status) : false;
-  const lastSequence = data?.run?.timelinePage.edges.at(-1)?.node.sequence;
+  // Followed from the first answer of an open run until its stream ends with the run terminal (a call in
+  // flight when the run was cancelled still records its step on the stream).
+  const [following, setFollowing] = useState(false);
+  useEffect(() => {
+    if (data?.run) setFollowing(!TERMINAL.has(data.run.status));
+  }, [data]);
+  // The last step held: a stream taken up again starts after it, and the service sends what was missed.
+  const heldSequence = useRef<number | null>(null);
+  heldSequence.current = entries.at(-1)?.sequence ?? null;
   // A progress message is private: asked only with a key that may read it, else it is an error.
   const payloads = viewer.permissions.includes('READ_PAYLOADS');
+  // Taking the stream up again: each attempt subscribes anew (after the header is read again).
+  const [attempt, setAttempt] = useState(0);
+  const lostInARow = useRef(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: a new attempt subscribes anew
   useEffect(() => {
-    if (!open) return;
-    const subscription = client
-      .subscription(RunEventsSubscription, { uuid, afterSequence: lastSequence ?? null, payloads })
-      .subscribe((result) => {
+    if (!following) return;
+    let current = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    /** The stream ended or failed while the run is open: say so, and try again after a pause. */
+    const lost = () => {
+      if (!current) return;
+      current = false;
+      setLive('reconnecting');
+      const wait = Math.min(RECONNECT_FIRST_MS * 2 ** lostInARow.current, RECONNECT_MOST_MS);
+      lostInARow.current += 1;
+      timer = setTimeout(async () => {
+        // The header first: the run may have ended meanwhile (then nothing is taken up again).
+        const header = await client.query(RunHeaderQuery, { uuid }).toPromise();
+        const now = header.data?.run;
+        if (now) {
+          setRun(now);
+          void pull();
+          if (TERMINAL.has(now.status)) return setFollowing(false);
+        }
+        setAttempt((n) => n + 1);
+      }, wait);
+    };
+    const subscription = pipe(
+      client.subscription(RunEventsSubscription, { uuid, afterSequence: heldSequence.current, payloads }),
+      onEnd(lost),
+      subscribe((result) => {
+        if (result.error) return lost();
         const event = result.data?.runEvents;
         if (!event) return;
-        setLive(true);
+        lostInARow.current = 0;
+        setLive('live');
         setRun(event.run);
         const report = event.progress;
         if (report) setProgress((held) => new Map(held).set(report.callId, report));
@@ -121,13 +167,21 @@ export function RunPage() {
           setProgress(new Map());
           void pull();
         }
-      });
-    setLive(true);
+      }),
+    );
+    setLive((state) => (state === 'reconnecting' ? state : 'live'));
     return () => {
+      current = false;
+      clearTimeout(timer);
       subscription.unsubscribe();
-      setLive(false);
     };
-  }, [client, uuid, open, lastSequence, payloads, pull]);
+  }, [client, uuid, following, payloads, pull, attempt]);
+  // Live again once the stream is back: the first event says so, or a second without an error.
+  useEffect(() => {
+    if (live !== 'reconnecting' || attempt === 0) return;
+    const timer = setTimeout(() => setLive((state) => (state === 'reconnecting' ? 'live' : state)), 1_000);
+    return () => clearTimeout(timer);
+  }, [live, attempt]);
 
   const [cancelState, cancel] = useMutation(CancelRunMutation);
   const [cancelRefusal, setCancelRefusal] = useState<string | null>(null);
@@ -138,7 +192,9 @@ export function RunPage() {
     const answer = result.data?.cancelRun;
     if (answer?.__typename === 'CancelRunSuccess') setRun(answer.data);
     else
-      setCancelRefusal(answer && 'code' in answer ? answer.code : result.error ? 'NETWORK_ERROR' : 'UNKNOWN');
+      setCancelRefusal(
+        answer && 'code' in answer ? answer.code : result.error ? errorCode(result.error) : 'UNKNOWN',
+      );
   }
 
   if (error) return <ErrorNote error={error} />;
@@ -164,7 +220,11 @@ export function RunPage() {
                 <ReasonText reason={run.terminationReason} />
               </>
             )}
-            {live && !TERMINAL.has(run.status) && <span className="live">{t('viewer.run.live')}</span>}
+            {!TERMINAL.has(run.status) && (
+              <span className={live} role="status">
+                {t(`viewer.run.${live}`)}
+              </span>
+            )}
           </dd>
           <dt>{t('viewer.column.configuration')}</dt>
           <dd>{run.configuration}</dd>

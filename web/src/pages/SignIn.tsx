@@ -1,13 +1,15 @@
 import { type FormEvent, useId, useState } from 'react';
 import { LanguageSwitch, usePageTitle } from '../components.tsx';
 import { useWords } from '../locale.ts';
+import type { SignInReason } from '../session.ts';
 
 export function SignIn({
   onSignIn,
-  wrongKey,
+  reason,
 }: {
   onSignIn: (key: string) => Promise<void>;
-  wrongKey: boolean;
+  /** Why sign-in is shown, said above the form; null on a first visit or after signing out here. */
+  reason: SignInReason | null;
 }) {
   const { t } = useWords();
   const id = useId();
@@ -38,9 +40,11 @@ export function SignIn({
           onChange={(event) => setKey(event.target.value)}
           required
         />
-        {wrongKey && (
-          <p role="alert" className="error">
-            {t('viewer.signIn.wrong')}
+        {reason && (
+          <p role="alert" className={reason.kind === 'signedOutElsewhere' ? 'note' : 'error'}>
+            {reason.kind === 'unavailable'
+              ? t('viewer.signIn.unavailable', { code: reason.code })
+              : t(`viewer.signIn.${reason.kind}`)}
           </p>
         )}
         <button type="submit" disabled={busy || key.trim() === ''}>
