@@ -215,7 +215,9 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     // The service unreachable during a reload: the key is kept, the page says so and signs in once it answers.
     await page.route(`${base}/graphql**`, (route) => route.abort('connectionrefused'));
     await page.reload();
-    await page.getByText('The service cannot be reached right now (UNREACHABLE). Your key is kept.').waitFor();
+    await page
+      .getByText('The service cannot be reached right now (UNREACHABLE). Your key is kept.')
+      .waitFor();
     expect(await page.title()).toBe('Service unreachable – runledger');
     await page.unroute(`${base}/graphql**`);
     await page.getByText('Signed in as auditor').waitFor({ timeout: 15_000 });
