@@ -336,24 +336,6 @@ export async function setTerminal(
 }
 
 /**
- * Puts an open run in another open status (waiting for approval or input).
- * No use case does this yet; the demo data shows such runs. A terminal run is
- * left as it is (null).
- */
-export async function setOpenStatus(
-  db: Database,
-  runUuid: string,
-  status: Extract<RunStatus, 'queued' | 'running' | 'waiting_for_approval' | 'waiting_for_input'>,
-): Promise<RunRow | null> {
-  const [row] = await db
-    .update(runs)
-    .set({ status })
-    .where(and(eq(runs.uuid, runUuid), isNull(runs.finishedAt)))
-    .returning();
-  return row ?? null;
-}
-
-/**
  * A writer from before outcomes existed: it stored only the boolean. The
  * boolean-first rule still reads these rows as `failed` / `ok`. For demo data
  * and tests of old rows; no use case writes this way.

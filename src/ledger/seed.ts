@@ -1,10 +1,12 @@
 import type { Database } from '../db/connection.ts';
-import { appendLegacyToolStep, setOpenStatus } from '../db/run-writes.ts';
+import { appendLegacyToolStep } from '../db/run-writes.ts';
 import { findRunsByUuids } from '../db/runs.ts';
+import type { Permission } from '../domain/permissions.ts';
 import type { TerminationReason } from '../domain/run-status.ts';
 import type { RunTrace, ToolCall } from '../domain/run-trace.ts';
 import { ToolResult } from '../domain/tool-result.ts';
 import { endRun } from './end-run.ts';
+import { requestApproval, requestInput } from './human-requests.ts';
 import { appendSteps } from './record-steps.ts';
 import { createRun } from './start-run.ts';
 
@@ -67,21 +69,41 @@ function toolCall(random: Random, round: number, at: Date): ToolCall {
   };
 }
 
-/** Open runs that wait for a person: the runs list shows them first. */
+/**
+ * Open runs that wait for a person, each with its open request, as an agent
+ * asks through the API: the runs list shows them first, the inbox holds the
+ * requests, and a key that may decide can approve, deny or answer them.
+ */
 const WAITING = [
   {
     owner: 'bob',
     configuration: 'release-bot',
-    status: 'waiting_for_approval',
     server: 'github',
     tool: 'search_issues',
+    ask: {
+      kind: 'approval',
+      toolName: 'create_release',
+      arguments: { tag: 'v2.4.0', draft: false },
+      reason: 'Publish release v2.4.0 with the 12 merged changes listed in the changelog.',
+    },
   },
   {
     owner: 'alice',
     configuration: 'docs-writer',
-    status: 'waiting_for_input',
     server: 'filesystem',
     tool: 'read_file',
+    ask: {
+      kind: 'input',
+      prompt: 'Which audience should the new installation guide address, and how long may it be?',
+      schema: {
+        type: 'object',
+        properties: {
+          audience: { type: 'string', enum: ['operators', 'developers'], description: 'Who reads it' },
+          maxWords: { type: 'integer', minimum: 200, maximum: 3000, description: 'Longest length in words' },
+        },
+        required: ['audience'],
+      },
+    },
   },
 ] as const;
 
@@ -123,16 +145,15 @@ async function seedWaitingRuns(db: Database, now: Date): Promise<number> {
           },
           ToolResult.ok('demo result'),
         );
-        trace.recordStep({
-          kind: waiting.status === 'waiting_for_approval' ? 'approval' : 'input',
-          round: 1,
-          durationMs: 0,
-          occurredAt: at(6),
-        });
       },
     });
-    await setOpenStatus(db, run.uuid, waiting.status);
-    steps += recorded.steps.length;
+    // The run's owner asks, as its agent would: the request's step and the waiting status come with it.
+    const scope = { db, actor: { name: waiting.owner, permissions: new Set<Permission>(['record']) } };
+    const { ask } = waiting;
+    if (ask.kind === 'approval')
+      await requestApproval(scope, { runUuid: run.uuid, server: waiting.server, ...ask });
+    else await requestInput(scope, { runUuid: run.uuid, prompt: ask.prompt, schema: ask.schema });
+    steps += recorded.steps.length + 1;
   }
   return steps;
 }

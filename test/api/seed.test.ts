@@ -65,4 +65,54 @@ describe.each(backendNames)('demo data (%s)', (backend) => {
       'waiting_for_input',
     ]);
   });
+
+  it('the runs that wait have their requests: the inbox holds an approval and a form to answer', async () => {
+    // Someone who is neither run's owner: nobody decides their own runs' requests.
+    const carol = { actor: 'carol' };
+    const result = await api.query<{
+      openRequests: Array<{
+        uuid: string;
+        kind: string;
+        toolName: string | null;
+        schema: { required?: string[] } | null;
+        run: { uuid: string; status: string; owner: string };
+      }>;
+    }>('{ openRequests(first: 10) { uuid kind toolName schema run { uuid status owner } } }', {}, carol);
+    expect(result.errors).toBeUndefined();
+    const requests = result.data?.openRequests ?? [];
+    expect(requests.map((r) => [r.kind, r.run.status, r.run.owner]).sort()).toEqual([
+      ['APPROVAL', 'WAITING_FOR_APPROVAL', 'bob'],
+      ['INPUT', 'WAITING_FOR_INPUT', 'alice'],
+    ]);
+    const approval = requests.find((r) => r.kind === 'APPROVAL');
+    const input = requests.find((r) => r.kind === 'INPUT');
+    expect(approval?.toolName).toBe('create_release');
+    expect(input?.schema?.required).toEqual(['audience']);
+    // Both can be decided: the runs run again (in a transaction rolled back after).
+    const rollback = await api.beginRollback();
+    try {
+      const approved = await api.query<{ decideApproval: { __typename: string } }>(
+        'mutation ($i: DecideApprovalInput!) { decideApproval(input: $i) { __typename } }',
+        { i: { runUuid: approval?.run.uuid, request: approval?.uuid, decision: 'APPROVE' } },
+        carol,
+      );
+      const answered = await api.query<{ provideInput: { __typename: string } }>(
+        'mutation ($i: ProvideInputInput!) { provideInput(input: $i) { __typename } }',
+        {
+          i: {
+            runUuid: input?.run.uuid,
+            request: input?.uuid,
+            values: { audience: 'operators', maxWords: 800 },
+          },
+        },
+        carol,
+      );
+      expect([approved.data?.decideApproval.__typename, answered.data?.provideInput.__typename]).toEqual([
+        'RequestRecordedSuccess',
+        'RequestRecordedSuccess',
+      ]);
+    } finally {
+      await rollback();
+    }
+  });
 });
