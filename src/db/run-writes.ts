@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, isNull, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import type { Owners } from '../domain/permissions.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';

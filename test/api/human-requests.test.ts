@@ -264,6 +264,45 @@ describe.each(backendNames)('a human in the loop (%s)', (backend) => {
     });
   });
 
+  it("a request's schema and a proposed call's arguments read back in the order they were sent", async () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        zone: { type: 'string' },
+        a: { type: 'integer' },
+        replicas: { type: 'integer' },
+        ok: { type: 'boolean' },
+      },
+      required: ['zone'],
+    };
+    const asked = await requestInput({ schema });
+    const approval = await ask(
+      'requestApproval',
+      `mutation ($input: RequestApprovalInput!) { requestApproval(input: $input) { ${RECORDED} } }`,
+      { input: { runUuid: run, toolName: 'deploy', arguments: { where: 'eu', at: 1, replicas: 2 } } },
+      agent,
+    );
+    const read = async (uuid: string | undefined) =>
+      (
+        await api.query<{ humanRequest: { schema: typeof schema | null; arguments: object | null } }>(
+          'query ($u: String!) { humanRequest(uuid: $u) { schema arguments } }',
+          { u: uuid },
+          agent,
+        )
+      ).data?.humanRequest;
+    expect(Object.keys((await read(asked.data?.request.uuid))?.schema?.properties ?? {})).toEqual([
+      'zone',
+      'a',
+      'replicas',
+      'ok',
+    ]);
+    expect(Object.keys((await read(approval.data?.request.uuid))?.arguments ?? {})).toEqual([
+      'where',
+      'at',
+      'replicas',
+    ]);
+  });
+
   it('a schema a form cannot ask is refused; a decline is its own state', async () => {
     for (const schema of [
       { type: 'string' },

@@ -546,22 +546,46 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
       schema: {
         type: 'object',
         properties: {
-          branch: { type: 'string', title: 'Branch' },
-          region: { type: 'string', title: 'Region', enum: ['eu', 'us'] },
-          replicas: { type: 'integer', title: 'Replicas' },
+          branch: { type: 'string', title: 'Branch', maxLength: 40 },
+          region: { type: 'string', title: 'Region', enum: ['eu', 'us'], enumNames: ['Europe', 'America'] },
+          replicas: { type: 'integer', title: 'Replicas', minimum: 1, maximum: 9, default: 2 },
           force: { type: 'boolean', title: 'Force' },
+          zones: { type: 'array', title: 'Zones', items: { type: 'string', enum: ['a', 'b', 'c'] } },
+          when: { type: 'string', title: 'When', format: 'date-time', description: 'UTC, with its offset' },
         },
         required: ['branch', 'region'],
       },
     });
-    // In German this time: the same form, in its words.
+    expect(asked.requestInput?.data.request.uuid).toBeTruthy();
+    // In German this time: the same form, in its words, its fields in the schema's order and with its bounds.
     const de = await signedIn(approverKey, '/inbox?lang=de');
     const form = de.getByTestId('inbox-request').filter({ hasText: 'Where to deploy?' });
     await form.getByText('Eingabe erbeten').waitFor();
+    expect(await form.locator('.field > label:not(.choice), .field legend').allTextContents()).toEqual([
+      'Branch (Pflichtfeld)',
+      'Region (Pflichtfeld)',
+      'Replicas',
+      'Force',
+      'Zones',
+      'When',
+    ]);
+    const replicas = form.getByLabel(/^Replicas/);
+    expect([await replicas.getAttribute('min'), await replicas.getAttribute('max')]).toEqual(['1', '9']);
+    expect(await replicas.inputValue()).toBe('2');
+    expect(await form.getByLabel(/^Branch/).getAttribute('maxlength')).toBe('40');
     await form.getByLabel(/^Branch/).fill('main');
-    await form.getByLabel(/^Region/).selectOption('eu');
-    await form.getByLabel(/^Replicas/).fill('3');
+    await form.getByLabel(/^Region/).selectOption({ label: 'Europe' });
+    await replicas.fill('3');
     await form.getByLabel('Force').check();
+    await form.getByLabel('a', { exact: true }).check();
+    await form.getByLabel('c', { exact: true }).check();
+    // What only the service checks is refused with the field named, and nothing is stored.
+    await form.getByLabel(/^When/).fill('tomorrow');
+    await form.getByRole('button', { name: 'Antwort senden' }).click();
+    await expect
+      .poll(() => form.getByRole('alert').textContent())
+      .toMatch(/^Abgelehnt: INPUT_VALUES_INVALID\. .*\/when/);
+    await form.getByLabel(/^When/).fill('2026-12-24T09:00:00Z');
     await form.getByRole('button', { name: 'Antwort senden' }).click();
     await de.getByTestId('inbox-done').getByText('Beantwortet.').waitFor();
     const request = asked.requestInput?.data.request.uuid ?? '';
@@ -572,7 +596,14 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     );
     expect(answered.humanRequest).toEqual({
       state: 'ANSWERED',
-      values: { branch: 'main', region: 'eu', replicas: 3, force: true },
+      values: {
+        branch: 'main',
+        region: 'eu',
+        replicas: 3,
+        force: true,
+        zones: ['a', 'c'],
+        when: '2026-12-24T09:00:00Z',
+      },
     });
     await runPage.locator('tr[data-sequence="6"]').getByText('answered by carol').waitFor({ timeout: 2_000 });
     await Promise.all([de.close(), inbox.close(), runPage.close()]);

@@ -1,6 +1,7 @@
 import { type FormEvent, useId, useState } from 'react';
 import { Link } from 'react-router';
 import { useMutation, useQuery } from 'urql';
+import { HumanRequestLimits } from '../../../src/domain/human-request-limits.ts';
 import { errorCode } from '../client.ts';
 import { ErrorNote, Section, usePageTitle } from '../components.tsx';
 import type { ViewerInboxQuery } from '../gql/graphql.ts';
@@ -9,25 +10,69 @@ import { DecideApprovalMutation, InboxQuery, ProvideInputMutation } from '../ope
 
 type OpenRequest = ViewerInboxQuery['openRequests'][number];
 
-/** The fields a request for input asks, as its schema states them (flat fields only: docs/architecture.md, "A human in the loop"). */
-interface FormField {
-  name: string;
-  type: 'string' | 'number' | 'integer' | 'boolean';
-  title?: string;
-  description?: string;
-  enum?: string[];
-  required: boolean;
+/** One choice of a field and its label. */
+interface Choice {
+  value: string;
+  label: string;
 }
 
+/**
+ * A field a request for input asks, as its schema states it (flat fields only:
+ * docs/architecture.md, "A human in the loop"), with the bounds the service
+ * checks put on the input too, so the browser names a field out of bounds
+ * before anything is sent.
+ */
+interface FormField {
+  name: string;
+  type: 'string' | 'number' | 'integer' | 'boolean' | 'array';
+  title?: string;
+  description?: string;
+  required: boolean;
+  /** A single choice (`enum` with `enumNames`, or `oneOf`), or the choices of a multiple one (`items`). */
+  choices?: Choice[];
+  minLength?: number;
+  maxLength?: number;
+  format?: string;
+  minimum?: number;
+  maximum?: number;
+  default?: unknown;
+}
+
+interface SchemaChoice {
+  const: string;
+  title?: string;
+}
+interface SchemaField extends Omit<FormField, 'name' | 'required' | 'choices'> {
+  enum?: string[];
+  enumNames?: string[];
+  oneOf?: SchemaChoice[];
+  items?: { enum?: string[]; anyOf?: SchemaChoice[] };
+}
+
+const choicesOf = (values: readonly string[], names?: readonly string[]): Choice[] =>
+  values.map((value, i) => ({ value, label: names?.[i] ?? value }));
+const titled = (choices: readonly SchemaChoice[]): Choice[] =>
+  choices.map((choice) => ({ value: choice.const, label: choice.title ?? choice.const }));
+
+/** The fields of a schema, in the order the schema lists them (the service keeps the order it was sent in). */
 function fieldsOf(schema: unknown): FormField[] {
   const { properties = {}, required = [] } = (schema ?? {}) as {
-    properties?: Record<string, Omit<FormField, 'name' | 'required'>>;
+    properties?: Record<string, SchemaField>;
     required?: string[];
   };
-  return Object.entries(properties).map(([name, field]) => ({
+  return Object.entries(properties).map(([name, { enum: values, enumNames, oneOf, items, ...field }]) => ({
     ...field,
     name,
     required: required.includes(name),
+    choices: values
+      ? choicesOf(values, enumNames)
+      : oneOf
+        ? titled(oneOf)
+        : items?.enum
+          ? choicesOf(items.enum)
+          : items?.anyOf
+            ? titled(items.anyOf)
+            : undefined,
   }));
 }
 
@@ -39,12 +84,20 @@ function valuesOf(fields: readonly FormField[], form: FormData): Record<string, 
       values[field.name] = form.get(field.name) === 'on';
       continue;
     }
+    if (field.type === 'array') {
+      const chosen = form.getAll(field.name).map(String);
+      if (chosen.length > 0 || field.required) values[field.name] = chosen;
+      continue;
+    }
     const text = String(form.get(field.name) ?? '');
     if (text === '') continue;
     values[field.name] = field.type === 'string' ? text : Number(text);
   }
   return values;
 }
+
+/** The input type for a string's format: the browser checks what it can (a date-time keeps its offset: text). */
+const INPUT_TYPE_OF_FORMAT: Readonly<Record<string, string>> = { email: 'email', uri: 'url', date: 'date' };
 
 /**
  * The inbox of a key with approve_runs: every open request it may decide,
@@ -89,18 +142,18 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
   const to = useLocalPath();
   const [, decideApproval] = useMutation(DecideApprovalMutation);
   const [, provideInput] = useMutation(ProvideInputMutation);
-  const [refusal, setRefusal] = useState<string | null>(null);
+  const [refusal, setRefusal] = useState<{ code: string; message: string } | null>(null);
   const [busy, setBusy] = useState(false);
 
   async function send(
-    work: () => Promise<{ __typename: string; code?: string; state?: string } | undefined>,
+    work: () => Promise<{ __typename: string; code?: string; message?: string; state?: string } | undefined>,
   ) {
     setBusy(true);
     setRefusal(null);
     const answer = await work();
     setBusy(false);
     if (answer?.__typename === 'RequestRecordedSuccess' && answer.state) onDecided(answer.state);
-    else setRefusal(answer?.code ?? 'UNKNOWN');
+    else setRefusal({ code: answer?.code ?? 'UNKNOWN', message: answer?.message ?? '' });
   }
   const decide = (decision: 'APPROVE' | 'DENY', comment: string) =>
     send(async () => {
@@ -111,7 +164,11 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
       if (!answer) return { __typename: 'Error', code: result.error ? errorCode(result.error) : 'UNKNOWN' };
       return answer.__typename === 'RequestRecordedSuccess'
         ? { __typename: answer.__typename, state: answer.data.request.state }
-        : { __typename: answer.__typename, code: 'code' in answer ? answer.code : 'UNKNOWN' };
+        : {
+            __typename: answer.__typename,
+            code: 'code' in answer ? answer.code : 'UNKNOWN',
+            message: 'message' in answer ? answer.message : '',
+          };
     });
   const provide = (input: { values?: Record<string, unknown>; decline?: boolean }) =>
     send(async () => {
@@ -122,7 +179,11 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
       if (!answer) return { __typename: 'Error', code: result.error ? errorCode(result.error) : 'UNKNOWN' };
       return answer.__typename === 'RequestRecordedSuccess'
         ? { __typename: answer.__typename, state: answer.data.request.state }
-        : { __typename: answer.__typename, code: 'code' in answer ? answer.code : 'UNKNOWN' };
+        : {
+            __typename: answer.__typename,
+            code: 'code' in answer ? answer.code : 'UNKNOWN',
+            message: 'message' in answer ? answer.message : '',
+          };
     });
 
   const fields = fieldsOf(request.schema);
@@ -168,8 +229,10 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
           </p>
           <pre>{JSON.stringify(request.arguments ?? null, null, 2)}</pre>
           <label>
-            {t('viewer.inbox.comment')} <input name="comment" />
+            {t('viewer.inbox.comment')} <input name="comment" maxLength={HumanRequestLimits.commentLength} />
           </label>
+          {/* Enter in the comment decides nothing: an approval is given by its button alone. */}
+          <p className="note">{t('viewer.inbox.chooseDecision')}</p>
           <button
             type="button"
             disabled={busy}
@@ -201,7 +264,8 @@ function RequestCard({ request, onDecided }: { request: OpenRequest; onDecided: 
       )}
       {refusal && (
         <p className="note error" role="alert">
-          {t('viewer.inbox.refused', { code: refusal })}
+          {t('viewer.inbox.refused', { code: refusal.code })}
+          {refusal.message && ` ${refusal.message}`}
         </p>
       )}
     </li>
@@ -219,40 +283,99 @@ function FieldInput({ field }: { field: FormField }) {
   const id = useId();
   const label = field.title ?? field.name;
   const mark = field.required ? ` (${t('viewer.inbox.required')})` : '';
+  const hint = field.description ? (
+    <span className="note" id={`${id}-hint`}>
+      {field.description}
+    </span>
+  ) : null;
+  const describedBy = field.description ? `${id}-hint` : undefined;
   if (field.type === 'boolean') {
     return (
       <div className="field">
-        <input id={id} type="checkbox" name={field.name} /> <label htmlFor={id}>{label}</label>
+        <input
+          id={id}
+          type="checkbox"
+          name={field.name}
+          defaultChecked={field.default === true}
+          aria-describedby={describedBy}
+        />{' '}
+        <label htmlFor={id}>{label}</label> {hint}
       </div>
     );
   }
+  if (field.type === 'array') {
+    const chosen = Array.isArray(field.default) ? field.default : [];
+    return (
+      <fieldset className="field" aria-describedby={describedBy}>
+        <legend>
+          {label}
+          {mark}
+        </legend>
+        {field.choices?.map((choice) => (
+          <label key={choice.value} className="choice">
+            <input
+              type="checkbox"
+              name={field.name}
+              value={choice.value}
+              defaultChecked={chosen.includes(choice.value)}
+            />{' '}
+            {choice.label}
+          </label>
+        ))}
+        {hint}
+      </fieldset>
+    );
+  }
+  const initial = field.default === undefined ? undefined : String(field.default);
   return (
     <div className="field">
       <label htmlFor={id}>
         {label}
         {mark}
       </label>{' '}
-      {field.enum ? (
-        <select id={id} name={field.name} required={field.required} defaultValue="">
+      {field.choices ? (
+        <select
+          id={id}
+          name={field.name}
+          required={field.required}
+          defaultValue={initial ?? ''}
+          aria-describedby={describedBy}
+        >
           <option value="" disabled={field.required}>
             –
           </option>
-          {field.enum.map((value) => (
-            <option key={value} value={value}>
-              {value}
+          {field.choices.map((choice) => (
+            <option key={choice.value} value={choice.value}>
+              {choice.label}
             </option>
           ))}
         </select>
+      ) : field.type === 'string' ? (
+        <input
+          id={id}
+          name={field.name}
+          required={field.required}
+          type={INPUT_TYPE_OF_FORMAT[field.format ?? ''] ?? 'text'}
+          minLength={field.minLength}
+          maxLength={field.maxLength}
+          placeholder={field.format === 'date-time' ? '2026-12-07T09:30:00Z' : undefined}
+          defaultValue={initial}
+          aria-describedby={describedBy}
+        />
       ) : (
         <input
           id={id}
           name={field.name}
           required={field.required}
-          type={field.type === 'string' ? 'text' : 'number'}
+          type="number"
           step={field.type === 'integer' ? 1 : 'any'}
-          title={field.description}
+          min={field.minimum}
+          max={field.maximum}
+          defaultValue={initial}
+          aria-describedby={describedBy}
         />
-      )}
+      )}{' '}
+      {hint}
     </div>
   );
 }
