@@ -1,5 +1,5 @@
-import { lazy, Suspense, useCallback, useEffect, useState } from 'react';
-import { Link, Navigate, NavLink, Route, Routes } from 'react-router';
+import { lazy, Suspense, useCallback, useEffect, useRef, useState } from 'react';
+import { Link, Navigate, NavLink, Route, Routes, useLocation } from 'react-router';
 import { Provider } from 'urql';
 import { createApiClient, errorCode, isServiceDown } from './client.ts';
 import { LanguageSwitch, usePageTitle } from './components.tsx';
@@ -170,8 +170,20 @@ function Layout({ children }: { children: React.ReactNode }) {
   const { t } = useWords();
   const to = useLocalPath();
   const { viewer, signOut } = useSession();
+  // After a navigation (Apply, a page, a link) focus starts at the content, not at the top of the body.
+  const main = useRef<HTMLElement>(null);
+  const location = useLocation();
+  const first = useRef(true);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: runs when the address changes
+  useEffect(() => {
+    if (first.current) first.current = false;
+    else main.current?.focus();
+  }, [location.pathname, location.search]);
   return (
     <>
+      <a className="skip-link" href="#content">
+        {t('viewer.skipToContent')}
+      </a>
       <header className="top">
         <Link to={to('/')} className="brand">
           {t('viewer.title')}
@@ -192,7 +204,9 @@ function Layout({ children }: { children: React.ReactNode }) {
           {t('viewer.signOut')}
         </button>
       </header>
-      <main>{children}</main>
+      <main id="content" ref={main} tabIndex={-1}>
+        {children}
+      </main>
     </>
   );
 }

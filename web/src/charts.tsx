@@ -1,10 +1,85 @@
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { ScrollingTable } from './components.tsx';
 import { useWords } from './locale.ts';
 
 // The charts, in a module of their own: only the chart pages load the chart library.
 
 /** Bar colours: cancelled in a neutral colour, apart from the failures. */
 export const OUTCOME_COLOURS = { ok: '#2e7d32', failed: '#c62828', cancelled: '#8d8d8d' } as const;
+
+/**
+ * Each outcome's fill: a colour and a texture (ok solid, failed striped,
+ * cancelled dotted), so that ok and failed differ without colour too (to a
+ * deuteranope they are alike in hue); the legend shows the same swatches.
+ */
+const OUTCOME_FILLS = {
+  ok: OUTCOME_COLOURS.ok,
+  failed: 'url(#outcome-failed)',
+  cancelled: 'url(#outcome-cancelled)',
+} as const;
+
+function OutcomePatterns() {
+  return (
+    <defs>
+      <pattern
+        id="outcome-failed"
+        width="6"
+        height="6"
+        patternUnits="userSpaceOnUse"
+        patternTransform="rotate(45)"
+      >
+        <rect width="6" height="6" fill={OUTCOME_COLOURS.failed} />
+        <rect width="2" height="6" fill="#ffffff" fillOpacity="0.55" />
+      </pattern>
+      <pattern id="outcome-cancelled" width="6" height="6" patternUnits="userSpaceOnUse">
+        <rect width="6" height="6" fill={OUTCOME_COLOURS.cancelled} />
+        <circle cx="3" cy="3" r="1.3" fill="#ffffff" fillOpacity="0.8" />
+      </pattern>
+    </defs>
+  );
+}
+
+/** Legend entries in the page's text colour (a series' colour as text reads at 2:1 to 3:1), beside their swatch. */
+const legendText = (value: string) => <span className="legend-text">{value}</span>;
+
+/**
+ * The numbers a chart draws, as a table behind a disclosure: for a screen
+ * reader, and for anyone who wants the figures rather than the bars.
+ */
+function ChartTable({ columns, rows }: { columns: readonly string[]; rows: readonly (readonly string[])[] }) {
+  const { t } = useWords();
+  return (
+    <details className="chart-table">
+      <summary>{t('viewer.chart.asTable')}</summary>
+      <ScrollingTable label={t('viewer.chart.asTable')}>
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">{t('viewer.chart.period')}</th>
+              {columns.map((column) => (
+                <th key={column} scope="col">
+                  {column}
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map(([period = '', ...cells]) => (
+              <tr key={period}>
+                <th scope="row">{period}</th>
+                {cells.map((cell, i) => (
+                  <td key={columns[i]} className="number">
+                    {cell}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollingTable>
+    </details>
+  );
+}
 
 export interface OutcomeBucket {
   bucketStart: string;
@@ -20,23 +95,25 @@ export interface OutcomeBucket {
 export function OutcomeChart({ buckets, title }: { buckets: readonly OutcomeBucket[]; title: string }) {
   const { t, f } = useWords();
   const data = buckets.map((bucket) => ({ ...bucket, day: f.day(bucket.bucketStart) }));
+  const outcomes = ['ok', 'failed', 'cancelled'] as const;
   return (
     <figure className="chart" aria-label={title}>
       <figcaption>{title}</figcaption>
       <ResponsiveContainer width="100%" height={260}>
         <BarChart data={data} margin={{ top: 8, right: 16, bottom: 8, left: 0 }}>
+          <OutcomePatterns />
           <CartesianGrid strokeDasharray="3 3" vertical={false} />
           <XAxis dataKey="day" />
           <YAxis allowDecimals={false} tickFormatter={(value: number) => f.number(value)} />
           <Tooltip formatter={(value) => f.number(Number(value))} isAnimationActive={false} />
-          <Legend itemSorter={null} />
+          <Legend itemSorter={null} formatter={legendText} />
           {(['ok', 'failed'] as const).map((outcome) => (
             <Bar
               key={outcome}
               dataKey={outcome}
               name={t(`runs.detail.outcome.${outcome}`)}
               stackId="finished"
-              fill={OUTCOME_COLOURS[outcome]}
+              fill={OUTCOME_FILLS[outcome]}
               isAnimationActive={false}
             />
           ))}
@@ -44,11 +121,15 @@ export function OutcomeChart({ buckets, title }: { buckets: readonly OutcomeBuck
             dataKey="cancelled"
             name={t('runs.detail.outcome.cancelled')}
             stackId="cancelled"
-            fill={OUTCOME_COLOURS.cancelled}
+            fill={OUTCOME_FILLS.cancelled}
             isAnimationActive={false}
           />
         </BarChart>
       </ResponsiveContainer>
+      <ChartTable
+        columns={outcomes.map((outcome) => t(`runs.detail.outcome.${outcome}`))}
+        rows={data.map((row) => [row.day, ...outcomes.map((outcome) => f.number(row[outcome]))])}
+      />
     </figure>
   );
 }
@@ -95,7 +176,7 @@ export function StackedChart({
           <XAxis dataKey="day" />
           <YAxis allowDecimals={false} tickFormatter={(value: number) => f.number(value)} />
           <Tooltip formatter={(value) => f.number(Number(value))} isAnimationActive={false} />
-          <Legend itemSorter={null} />
+          <Legend itemSorter={null} formatter={legendText} />
           {keys.map((key, index) => (
             <Bar
               key={key}
@@ -108,6 +189,13 @@ export function StackedChart({
           ))}
         </BarChart>
       </ResponsiveContainer>
+      <ChartTable
+        columns={keys.map(label)}
+        rows={[...byBucket.values()].map((entry) => [
+          String(entry.day),
+          ...keys.map((key) => f.number(Number(entry[key]) || 0)),
+        ])}
+      />
     </figure>
   );
 }

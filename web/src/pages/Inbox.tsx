@@ -10,6 +10,9 @@ import { DecideApprovalMutation, InboxQuery, ProvideInputMutation } from '../ope
 
 type OpenRequest = ViewerInboxQuery['openRequests'][number];
 
+/** Where focus goes once a decision is sent: its outcome, since the card that had focus is gone. */
+const focusOnShow = (element: HTMLElement | null) => element?.focus();
+
 /** One choice of a field and its label. */
 interface Choice {
   value: string;
@@ -118,7 +121,7 @@ export function InboxPage() {
   return (
     <Section title={t('viewer.inbox.title')}>
       {done && (
-        <p className="note" role="status" data-testid="inbox-done">
+        <p className="note" role="status" data-testid="inbox-done" tabIndex={-1} ref={focusOnShow}>
           {done}
         </p>
       )}

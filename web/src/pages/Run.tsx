@@ -126,6 +126,8 @@ export function RunPage() {
   const payloads = viewer.permissions.includes('READ_PAYLOADS');
   // Taking the stream up again: each attempt subscribes anew (after the header is read again).
   const [attempt, setAttempt] = useState(0);
+  // The last step that arrived live, said to a screen reader (politely: after what it is reading).
+  const [arrived, setArrived] = useState<number | null>(null);
   const lostInARow = useRef(0);
   // biome-ignore lint/correctness/useExhaustiveDependencies: a new attempt subscribes anew
   useEffect(() => {
@@ -165,6 +167,7 @@ export function RunPage() {
         if (report) setProgress((held) => new Map(held).set(report.callId, report));
         if (event.step) {
           setProgress(new Map());
+          setArrived(event.step.sequence);
           void pull();
         }
       }),
@@ -184,14 +187,18 @@ export function RunPage() {
   }, [live, attempt]);
 
   const [cancelState, cancel] = useMutation(CancelRunMutation);
+  const statusRef = useRef<HTMLElement>(null);
   const [cancelRefusal, setCancelRefusal] = useState<string | null>(null);
   async function cancelRun() {
     if (!window.confirm(t('viewer.run.cancelConfirm'))) return;
     setCancelRefusal(null);
     const result = await cancel({ uuid });
     const answer = result.data?.cancelRun;
-    if (answer?.__typename === 'CancelRunSuccess') setRun(answer.data);
-    else
+    if (answer?.__typename === 'CancelRunSuccess') {
+      setRun(answer.data);
+      // The Cancel button is gone: focus goes to the status it changed.
+      statusRef.current?.focus();
+    } else
       setCancelRefusal(
         answer && 'code' in answer ? answer.code : result.error ? errorCode(result.error) : 'UNKNOWN',
       );
@@ -208,10 +215,13 @@ export function RunPage() {
   return (
     <>
       <header className="run-header">
+        <p className="visually-hidden" role="status" aria-live="polite">
+          {arrived !== null && t('viewer.run.stepArrived', { sequence: arrived })}
+        </p>
         <h1>{t('viewer.run.title', { uuid: run.uuid })}</h1>
         <dl>
           <dt>{t('viewer.column.status')}</dt>
-          <dd data-testid="run-status">
+          <dd data-testid="run-status" tabIndex={-1} ref={statusRef}>
             <StatusText status={run.status} />
             {/* A reason that only says the status again ("cancelled · cancelled") is left out. */}
             {run.terminationReason && run.terminationReason.toLowerCase() !== run.status.toLowerCase() && (
