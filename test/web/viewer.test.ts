@@ -354,6 +354,72 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.close();
   });
 
+  it('finds runs: names offered as typed, owner and days, a run id, previous page, new runs by themselves, a copied id', async () => {
+    const page = await freshPage();
+    await page.clock.install();
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('API key').fill(readerKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const recent = page.getByTestId('runs-recent');
+    await recent.waitFor();
+    await expect
+      .poll(() =>
+        page.locator('#run-configurations option').evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
+      )
+      .toContain('release-bot');
+    expect(
+      await page.locator('#run-owners option').evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
+    ).toContain('bob');
+    const total = await page.getByTestId('runs-total').textContent();
+
+    // Paging forward twice, then back: the second page again.
+    const firstRow = () => recent.locator('tbody tr').first().getAttribute('data-run');
+    const first = await firstRow();
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await expect.poll(firstRow).not.toBe(first);
+    const second = await firstRow();
+    await page.getByRole('link', { name: 'Next page' }).click();
+    await expect.poll(firstRow).not.toBe(second);
+    await page.getByRole('link', { name: 'Previous page' }).click();
+    await expect.poll(firstRow).toBe(second);
+    expect(await page.getByTestId('runs-total').textContent()).toBe(total?.replace(/^1–20/, '21–40'));
+
+    // An owner and a range of days (the reader's days: UTC here).
+    await page.goto(`${base}/runs`);
+    await page.getByLabel('Owner').fill('bob');
+    const today = new Date(await page.evaluate(() => Date.now())).toISOString().slice(0, 10);
+    await page.getByLabel('Created from').fill(today);
+    await page.getByLabel('to', { exact: true }).fill(today);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(/owner=bob.*since=/);
+    await expect
+      .poll(async () => [...new Set(await recent.locator('tbody td:nth-child(3)').allTextContents())])
+      .toEqual(['bob']);
+    expect(await page.getByTestId('runs-total').textContent()).not.toBe(total);
+
+    // A run's id goes to the run; a part of one is refused with a reason.
+    await page.getByLabel('Run id').fill('c0de');
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.getByText("That is not a run's full id").waitFor();
+    await page.getByLabel('Run id').fill(DEMO_RUN_UUID);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(new RegExp(`/runs/${DEMO_RUN_UUID}`));
+
+    // The id copied from the run's heading.
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+    await page.getByRole('button', { name: 'Copy id' }).click();
+    await page.getByRole('button', { name: 'Copied' }).waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(DEMO_RUN_UUID);
+
+    // A run started elsewhere appears in the list by itself.
+    await page.goto(`${base}/runs`);
+    await recent.waitFor();
+    const started = await startRun();
+    await page.clock.fastForward(16_000);
+    await recent.locator(`tr[data-run="${started}"]`).waitFor();
+    await page.close();
+  });
+
   it("speaks the browser's language without ?lang, and keeps the reader's choice of another in the URL", async () => {
     const german = await browser.newContext({ locale: 'de-DE', timezoneId: 'Europe/Berlin' });
     await german.route('**/*', (route) =>

@@ -58,6 +58,22 @@ export const RunsPageQuery = graphql(`
   }
 `);
 
+/** The configurations and owners of the last year's runs, offered as the filters are typed. */
+export const RunFilterNamesQuery = graphql(`
+  query ViewerRunFilterNames($since: DateTime!) {
+    configurations: runStats(groupBy: [CONFIGURATION], first: 500, filter: { createdAfter: $since }) {
+      groups {
+        configuration
+      }
+    }
+    owners: runStats(groupBy: [OWNER], first: 500, filter: { createdAfter: $since }) {
+      groups {
+        owner
+      }
+    }
+  }
+`);
+
 export const TimelineRowFragment = graphql(`
   fragment ViewerTimelineRow on TimelineEntry {
     sequence

@@ -218,7 +218,9 @@ export function RunPage() {
         <p className="visually-hidden" role="status" aria-live="polite">
           {arrived !== null && t('viewer.run.stepArrived', { sequence: arrived })}
         </p>
-        <h1>{t('viewer.run.title', { uuid: run.uuid })}</h1>
+        <h1>
+          {t('viewer.run.title', { uuid: run.uuid })} <CopyButton text={run.uuid} />
+        </h1>
         <dl>
           <dt>{t('viewer.column.status')}</dt>
           <dd data-testid="run-status" tabIndex={-1} ref={statusRef}>
@@ -344,5 +346,21 @@ function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }
         </tbody>
       </table>
     </ScrollingTable>
+  );
+}
+
+/** Copies a text (a run's id) to the clipboard, and says it did. */
+function CopyButton({ text }: { text: string }) {
+  const { t } = useWords();
+  const [copied, setCopied] = useState(false);
+  async function copy() {
+    await navigator.clipboard.writeText(text);
+    setCopied(true);
+    setTimeout(() => setCopied(false), 2_000);
+  }
+  return (
+    <button type="button" className="copy" onClick={() => void copy()} aria-live="polite">
+      {copied ? t('viewer.run.copied') : t('viewer.run.copyId')}
+    </button>
   );
 }
