@@ -101,6 +101,9 @@ describe.each(backendNames)("the viewer's operations, by hash (%s)", (backend) =
       ['ViewerServersPage', { since, minCalls: 20, utcOffsetMinutes: 60 }],
       ['ViewerServerTools', { server: 'github', since, utcOffsetMinutes: 0 }],
       ['ViewerRunStats', { since, utcOffsetMinutes: -180 }],
+      ['ViewerRunHeaderNow', { uuid: run }],
+      ['ViewerRunFilterNames', { since }],
+      ['ViewerInbox', {}],
     ];
     for (const server of [trusted, open]) {
       for (const [name, variables] of calls) {
@@ -117,6 +120,15 @@ describe.each(backendNames)("the viewer's operations, by hash (%s)", (backend) =
       uuid: run,
       timelinePage: { edges: [{ node: { sequence: 1, kind: 'LLM', step: { failureCode: null } } }] },
     });
+    // A step in full, its payload asked only of a key that may read it.
+    const stepId = (page.data?.run as { timelinePage: { edges: [{ node: { step: { id: string } } }] } })
+      .timelinePage.edges[0].node.step.id;
+    const step = await byHash(trusted, 'ViewerStepDetail', { id: stepId, payloads: true });
+    expect(step).toMatchObject({
+      status: 200,
+      data: { node: { id: stepId, failureCode: null, payload: {} } },
+    });
+    expect(step.errors).toBeUndefined();
     // The one mutation: an operator's cancel.
     const cancelled = await byHash(trusted, 'ViewerCancelRun', { uuid: run });
     expect(cancelled.data?.cancelRun).toMatchObject({

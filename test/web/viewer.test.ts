@@ -491,7 +491,7 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await page.locator('tr[data-sequence="1"]').waitFor({ timeout: 2_000 });
     expect(Date.now() - recordedAt).toBeLessThan(2_000);
     // A screen reader hears it, politely.
-    const announced = page.locator('[aria-live="polite"]');
+    const announced = page.locator('p.visually-hidden[aria-live="polite"]');
     await expect.poll(() => announced.textContent()).toBe('Step 1 recorded.');
     await page.close();
   });
@@ -699,6 +699,33 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     });
     await runPage.locator('tr[data-sequence="6"]').getByText('answered by carol').waitFor({ timeout: 2_000 });
     await Promise.all([de.close(), inbox.close(), runPage.close()]);
+  });
+
+  it('shows a step in full on demand: its payload to a key that may read payloads, the permission it lacks to another', async () => {
+    const page = await signedIn(adminKey, `/runs/${DEMO_RUN_UUID}`);
+    const failed = page.locator('tr[data-outcome="failed"]').first();
+    await failed.getByRole('button', { name: 'Show' }).click();
+    expect(await failed.getByRole('button', { name: 'Hide' }).getAttribute('aria-expanded')).toBe('true');
+    const detail = page.getByTestId('step-detail');
+    await detail.getByTestId('step-payload').waitFor();
+    expect(JSON.parse((await detail.getByTestId('step-payload').textContent()) ?? 'null')).not.toBeNull();
+    await failed.getByRole('button', { name: 'Hide' }).click();
+    expect(await page.getByTestId('step-detail').count()).toBe(0);
+    // No column repeats what the details line says.
+    expect(await page.locator('table.timeline thead th').allTextContents()).not.toContain('Failure cause');
+    await page.close();
+
+    const reader = await signedIn(readerKey, `/runs/${DEMO_RUN_UUID}`);
+    await reader
+      .locator('tr[data-outcome="cancelled"]')
+      .first()
+      .getByRole('button', { name: 'Show' })
+      .click();
+    await reader
+      .getByTestId('step-detail')
+      .getByText('This key may not see this: it lacks the permission read_payloads.')
+      .waitFor();
+    await reader.close();
   });
 
   it('offers Cancel only to a key that may cancel the run', async () => {

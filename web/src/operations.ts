@@ -161,6 +161,23 @@ export const RunHeaderQuery = graphql(`
   }
 `);
 
+/** One step in full: its metadata, its stated causes, and its payload when the key may read payloads. */
+export const StepDetailQuery = graphql(`
+  query ViewerStepDetail($id: ID!, $payloads: Boolean!) {
+    node(id: $id) {
+      ... on RunStep {
+        id
+        toolName
+        server
+        failureCode
+        cancelCode
+        metadata
+        payload @include(if: $payloads)
+      }
+    }
+  }
+`);
+
 export const RunEventsSubscription = graphql(`
   subscription ViewerRunEvents($uuid: String!, $afterSequence: Int, $payloads: Boolean! = false) {
     runEvents(uuid: $uuid, afterSequence: $afterSequence) {

@@ -24,6 +24,7 @@ import {
   RunEventsSubscription,
   RunHeaderQuery,
   RunPageQuery,
+  StepDetailQuery,
   TimelineAfterQuery,
 } from '../operations.ts';
 import { useSession } from '../session.ts';
@@ -308,7 +309,7 @@ export function RunPage() {
 }
 
 function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }) {
-  const { t, f } = useWords();
+  const { t } = useWords();
   return (
     <ScrollingTable label={t('viewer.run.timeline')}>
       <table className="timeline" data-testid="timeline">
@@ -321,31 +322,101 @@ function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }
             <th className="number">{t('viewer.column.ms')}</th>
             <th>{t('viewer.column.outcome')}</th>
             <th>{t('viewer.column.details')}</th>
-            <th>{t('viewer.column.failure')}</th>
+            <th>
+              <span className="visually-hidden">{t('viewer.run.stepDetail')}</span>
+            </th>
           </tr>
         </thead>
         <tbody>
           {entries.map((entry) => (
-            <tr
-              key={entry.sequence}
-              data-sequence={entry.sequence}
-              data-outcome={entry.outcome?.toLowerCase() ?? ''}
-            >
-              <td className="number">{entry.sequence}</td>
-              <td>{f.time(entry.occurredAt)}</td>
-              <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
-              <td className="number">{entry.round}</td>
-              <td className="number">{f.number(entry.durationMs)}</td>
-              <td className="outcome-cell">
-                <OutcomeText outcome={entry.outcome} />
-              </td>
-              <td className="detail">{entry.detail}</td>
-              <td>{entry.step.failureCode ?? ''}</td>
-            </tr>
+            <TimelineRow key={entry.sequence} entry={entry} />
           ))}
         </tbody>
       </table>
     </ScrollingTable>
+  );
+}
+
+/** One line of the timeline, and on demand the step in full below it. */
+function TimelineRow({ entry }: { entry: ViewerTimelineRowFragment }) {
+  const { t, f } = useWords();
+  const [open, setOpen] = useState(false);
+  const detailId = `step-${entry.sequence}-detail`;
+  return (
+    <>
+      <tr data-sequence={entry.sequence} data-outcome={entry.outcome?.toLowerCase() ?? ''}>
+        <td className="number">{entry.sequence}</td>
+        <td>{f.time(entry.occurredAt)}</td>
+        <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
+        <td className="number">{entry.round}</td>
+        <td className="number">{f.number(entry.durationMs)}</td>
+        <td className="outcome-cell">
+          <OutcomeText outcome={entry.outcome} />
+        </td>
+        <td className="detail">{entry.detail}</td>
+        <td>
+          <button
+            type="button"
+            className="link"
+            aria-expanded={open}
+            aria-controls={detailId}
+            onClick={() => setOpen((shown) => !shown)}
+          >
+            {open ? t('viewer.run.hideStep') : t('viewer.run.showStep')}
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr id={detailId} className="step-detail" data-testid="step-detail">
+          <td colSpan={8}>
+            <StepDetail id={entry.step.id} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+/**
+ * A step in full: the causes it states, its metadata, and its payload
+ * (arguments, result, messages) to a key with read_payloads; to any other key
+ * a note of the permission it lacks.
+ */
+function StepDetail({ id }: { id: string }) {
+  const { t } = useWords();
+  const { viewer } = useSession();
+  const payloads = viewer.permissions.includes('READ_PAYLOADS');
+  const [{ data, error }] = useQuery({ query: StepDetailQuery, variables: { id, payloads } });
+  if (error) return <ErrorNote error={error} />;
+  const step = data?.node && 'id' in data.node ? data.node : null;
+  if (!step) return <p className="note">{t('viewer.loading')}</p>;
+  return (
+    <dl className="step-facts">
+      {step.failureCode && (
+        <>
+          <dt>{t('viewer.run.failureCode')}</dt>
+          <dd>{step.failureCode}</dd>
+        </>
+      )}
+      {step.cancelCode && (
+        <>
+          <dt>{t('viewer.run.cancelCode')}</dt>
+          <dd>{step.cancelCode}</dd>
+        </>
+      )}
+      <dt>{t('viewer.run.metadata')}</dt>
+      <dd>
+        <pre>{JSON.stringify(step.metadata, null, 2)}</pre>
+      </dd>
+      <dt>{t('viewer.run.payload')}</dt>
+      <dd>
+        {payloads ? (
+          <pre data-testid="step-payload">{JSON.stringify(step.payload ?? null, null, 2)}</pre>
+        ) : (
+          <p className="note">{t('viewer.forbidden', { permission: 'read_payloads' })}</p>
+        )}
+      </dd>
+    </dl>
   );
 }
 
