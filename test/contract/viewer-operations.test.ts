@@ -121,8 +121,10 @@ describe.each(backendNames)("the viewer's operations, by hash (%s)", (backend) =
       timelinePage: { edges: [{ node: { sequence: 1, kind: 'LLM', step: { failureCode: null } } }] },
     });
     // A step in full, its payload asked only of a key that may read it.
-    const stepId = (page.data?.run as { timelinePage: { edges: [{ node: { step: { id: string } } }] } })
-      .timelinePage.edges[0].node.step.id;
+    const shown = page.data?.run as
+      | { timelinePage: { edges: { node: { step: { id: string } } }[] } }
+      | undefined;
+    const stepId = shown?.timelinePage.edges[0]?.node.step.id ?? '';
     const step = await byHash(trusted, 'ViewerStepDetail', { id: stepId, payloads: true });
     expect(step).toMatchObject({
       status: 200,
