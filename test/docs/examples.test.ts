@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/db/api-keys.ts';
 import { openDatabase } from '../../src/db/connection.ts';
 import { migrate } from '../../src/db/migrator.ts';
-import { PERMISSIONS } from '../../src/domain/permissions.ts';
+import { PERMISSIONS, type Permission } from '../../src/domain/permissions.ts';
 import { seedDemoData } from '../../src/ledger/seed.ts';
 import { type FakeModel, startFakeModel } from '../support/agents/fake-model.ts';
 import { type Running, startService } from '../support/service.ts';
@@ -66,6 +66,29 @@ const allBlocks = async (): Promise<Block[]> =>
   ).flat();
 
 const RUNNABLE = new Set(['graphql', 'sh', 'ts', 'json', 'text']);
+
+/**
+ * The agent's key as the README tells the reader to make it
+ * (`npm run keys -- create --actor … --grant …`): the examples an agent runs
+ * are run with it, so a guide that needs more than it grants fails here.
+ */
+async function readmeAgentKey(): Promise<{ actor: string; grants: string[] }> {
+  const readme = await readFile(join(root, 'README.md'), 'utf8');
+  const match = /npm run keys -- create --actor (\S+) --grant (\S+)/.exec(readme);
+  if (!match?.[1] || !match[2]) throw new Error('README.md makes no agent key');
+  return { actor: match[1], grants: match[2].split(',') };
+}
+/** Pages whose examples an operator runs (following any run): with the administrator's key. */
+const OPERATOR_PAGES = new Set([
+  'docs/live.md',
+  'docs/contract.md',
+  'docs/statistics.md',
+  'docs/mcp.md',
+  'docs/keys.md',
+  'docs/viewer.md',
+  'docs/operating.md',
+  'README.md',
+]);
 const where = (block: Block) => `${block.file}:${block.line}`;
 
 describe('the examples of the documentation', () => {
@@ -73,7 +96,7 @@ describe('the examples of the documentation', () => {
   let dataDir: string;
   /** The model of the agent libraries' examples: they read OPENAI_BASE_URL, as a reader's would. */
   let model: FakeModel;
-  const keys = { admin: '', approver: '' };
+  const keys = { admin: '', approver: '', agent: '' };
   let origin = '';
 
   beforeAll(async () => {
@@ -83,6 +106,8 @@ describe('the examples of the documentation', () => {
     await seedDemoData(handle.db);
     keys.admin = (await createApiKey(handle.db, 'admin', PERMISSIONS)).key;
     keys.approver = (await createApiKey(handle.db, 'carol', ['read_all_runs', 'approve_runs'])).key;
+    const agent = await readmeAgentKey();
+    keys.agent = (await createApiKey(handle.db, agent.actor, agent.grants as Permission[])).key;
     await handle.close();
     // The reference MCP server, allowed as docs/mcp.md tells the reader to allow it.
     service = await startService({
@@ -133,11 +158,13 @@ describe('the examples of the documentation', () => {
     }
     let sent = 0;
     for (const [file, blocks] of byFile) {
+      // An agent's page is run with the agent's key, from its own run on.
+      const own = OPERATOR_PAGES.has(file) ? keys.admin : keys.agent;
       const started = (await send(
         'mutation { startRun(input: { configuration: "docs" }) { ... on StartRunSuccess { data { uuid } } } }',
         undefined,
         {},
-        keys.admin,
+        own,
       )) as { data: { startRun: { data: { uuid: string } } } };
       const variables: Record<string, string> = { run: started.data.startRun.data.uuid };
       const waits: Array<() => Promise<void>> = [];
@@ -154,7 +181,7 @@ describe('the examples of the documentation', () => {
             }),
           );
           const ask = async () => {
-            const key = name?.startsWith('Decide') ? keys.approver : keys.admin;
+            const key = name?.startsWith('Decide') ? keys.approver : own;
             const answer = await send(block.code, name, used, key);
             expect(answer.errors, `${where(block)} ${name ?? '(anonymous)'}`).toBeUndefined();
             expect(answer.data, `${where(block)} ${name ?? '(anonymous)'}`).toBeTruthy();
@@ -204,28 +231,60 @@ describe('the examples of the documentation', () => {
       };
       return answer.data.runs.totalCount;
     };
+    // Beside the code, so its imports resolve as they would in a project that installed them.
+    const fileOf = (block: Block) => join(root, 'test', 'docs', `.example-${block.line}.ts`);
+    try {
+      // Every example passes strict tsc, as a reader's project would check it (one run for all).
+      for (const block of blocks) await writeFile(fileOf(block), `${block.code}\nexport {};\n`);
+      await run(
+        process.execPath,
+        [
+          join(root, 'node_modules', 'typescript', 'bin', 'tsc'),
+          '--ignoreConfig',
+          '--noEmit',
+          '--strict',
+          '--skipLibCheck',
+          // As tsx and bundlers resolve packages (a package's ESM types throughout: under nodenext a
+          // library's CommonJS types of a dual package clash with the example's ESM ones).
+          '--module',
+          'preserve',
+          '--target',
+          'es2022',
+          '--types',
+          'node',
+          ...blocks.map(fileOf),
+        ],
+        { cwd: root, timeout: 120_000 },
+      ).catch((error: { stdout?: string }) => {
+        throw new Error(`the TypeScript examples do not pass strict tsc:\n${error.stdout ?? String(error)}`);
+      });
+    } finally {
+      for (const block of blocks) await rm(fileOf(block), { force: true });
+    }
     for (const block of blocks) {
-      // Beside the code, so its imports resolve as they would in a project that installed them.
-      const file = join(root, 'test', 'docs', `.example-${block.line}.ts`);
+      const file = fileOf(block);
       await writeFile(file, block.code);
       const before = await runCount();
+      let stdout = '';
       try {
-        await run(process.execPath, ['--import', 'tsx', file], {
+        ({ stdout } = await run(process.execPath, ['--import', 'tsx', file], {
           cwd: root,
           env: {
             ...process.env,
             RUNLEDGER_URL: origin,
-            RUNLEDGER_KEY: keys.admin,
+            RUNLEDGER_KEY: OPERATOR_PAGES.has(block.file) ? keys.admin : keys.agent,
             OPENAI_BASE_URL: model.baseURL,
             OPENAI_API_KEY: 'sk-docs',
           },
           timeout: 60_000,
-        });
+        }));
       } catch (error) {
         throw new Error(`${where(block)} failed: ${String(error)}`);
       } finally {
         await rm(file, { force: true });
       }
+      // An example that prints shows something.
+      if (block.code.includes('console.log')) expect(stdout.trim(), where(block)).not.toBe('');
       // An exporter drops what it cannot send without failing: an example that sends spans must have made
       // a run, and one only (a span without its parent would be a trace, and a run, of its own).
       if (/@opentelemetry\/|@traceloop\//.test(block.code))
