@@ -16,6 +16,7 @@ import './types/mcp-server.ts';
 import './types/viewer.ts';
 import './types/live.ts';
 import './types/human-request.ts';
+import './types/api-key.ts';
 
 export const schema = builder.toSchema();
 
