@@ -10,7 +10,7 @@ import { readTrustedDocuments, type TrustedDocuments } from './graphql/trusted-d
  */
 
 /** The page's own routes: each answers the viewer's index.html, which routes in the browser. */
-export const VIEWER_ROUTES = ['/', '/sign-in', '/runs', '/stats', '/servers', '/inbox'] as const;
+export const VIEWER_ROUTES = ['/', '/sign-in', '/runs', '/stats', '/servers', '/inbox', '/keys'] as const;
 
 /** The manifest of the viewer's operations (GraphQL Code Generator's persisted documents), beside its files. */
 export const VIEWER_DOCUMENTS_FILE = 'persisted-documents.json';

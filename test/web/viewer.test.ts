@@ -728,6 +728,34 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await reader.close();
   });
 
+  it('manages keys while the service runs: a key made on the Keys page works at once, and is refused once revoked', async () => {
+    const page = await signedIn(adminKey, '/runs');
+    await page.getByRole('link', { name: 'Keys' }).click();
+    await page.getByLabel('Actor').fill('browser-bot');
+    await page.getByLabel('record', { exact: true }).check();
+    await page.getByLabel('read_own_runs', { exact: true }).check();
+    await page.getByRole('button', { name: 'Make the key' }).click();
+    const made = page.getByTestId('made-key');
+    await made.waitFor();
+    const key = (await made.locator('code').textContent()) ?? '';
+    expect(key).toMatch(/^rl_/);
+    expect((await post(graphqlUrl, key, '{ viewer { actor } }')).body).toEqual({
+      data: { viewer: { actor: 'browser-bot' } },
+    });
+    const row = page.locator(`tr[data-key="${key.slice(0, 10)}"]`);
+    expect(await row.locator('td').nth(3).textContent()).toBe('read_own_runs, record');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByText(/^revoked /).waitFor();
+    expect((await post(graphqlUrl, key, '{ viewer { actor } }')).status).toBe(401);
+    await page.close();
+    // A key that may not manage keys has no Keys page.
+    const reader = await signedIn(readerKey, '/runs');
+    await reader.getByTestId('runs-recent').waitFor();
+    expect(await reader.getByRole('link', { name: 'Keys' }).count()).toBe(0);
+    await reader.close();
+  });
+
   it('offers Cancel only to a key that may cancel the run', async () => {
     const uuid = await startRun();
     const page = await signedIn(readerKey, `/runs/${uuid}`);
@@ -881,11 +909,15 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
         findings.push(...(await violations(page, axeSource, `${lang} ${name}`)));
       }
       findings.push(...(await violations(signIn, axeSource, `${lang} sign-in`)));
-      await Promise.all([signIn.close(), page.close()]);
+      // The keys page is the administrator's.
+      const keysPage = await signedIn(adminKey, `/keys?lang=${lang}`);
+      await keysPage.getByTestId('keys').locator('tbody tr').first().waitFor();
+      findings.push(...(await violations(keysPage, axeSource, `${lang} keys`)));
+      await Promise.all([signIn.close(), page.close(), keysPage.close()]);
     }
     expect(findings).toEqual([]);
-    // Fourteen pages, each read whole by axe: about a second a page on an idle machine.
-  }, 120_000);
+    // Sixteen pages, each read whole by axe: about a second a page on an idle machine, three on a busy one.
+  }, 180_000);
 
   it('loads every screen from this service alone: no request leaves the machine', async () => {
     const page = await signedIn(adminKey, '/');

@@ -8,6 +8,7 @@ import { i18n } from './i18n.ts';
 import { useLocale, useLocalPath, useWords } from './locale.ts';
 import { ViewerSessionQuery as ViewerSessionDocument } from './operations.ts';
 import { InboxPage } from './pages/Inbox.tsx';
+import { KeysPage } from './pages/Keys.tsx';
 import { RunPage } from './pages/Run.tsx';
 import { RunsPage } from './pages/Runs.tsx';
 import { SignIn } from './pages/SignIn.tsx';
@@ -136,6 +137,7 @@ export function App() {
               <Route path="/servers/:server" element={<ServerPage />} />
               <Route path="/stats" element={<StatsPage />} />
               <Route path="/inbox" element={<InboxPage />} />
+              <Route path="/keys" element={<KeysPage />} />
               <Route path="*" element={<Navigate to="/" replace />} />
             </Routes>
           </Suspense>
@@ -195,6 +197,10 @@ function Layout({ children }: { children: React.ReactNode }) {
           {/* Only keys that may decide see the inbox. */}
           {viewer.permissions.includes('APPROVE_RUNS') && (
             <NavLink to={to('/inbox')}>{t('viewer.nav.inbox')}</NavLink>
+          )}
+          {/* Only keys that may manage keys see the keys. */}
+          {viewer.permissions.includes('MANAGE_KEYS') && (
+            <NavLink to={to('/keys')}>{t('viewer.nav.keys')}</NavLink>
           )}
         </nav>
         <span className="spacer" />

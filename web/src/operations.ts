@@ -409,3 +409,55 @@ export const ProvideInputMutation = graphql(`
     }
   }
 `);
+
+export const ApiKeysQuery = graphql(`
+  query ViewerApiKeys {
+    apiKeys {
+      id
+      prefix
+      actor
+      permissions
+      createdAt
+      revokedAt
+    }
+  }
+`);
+
+export const CreateApiKeyMutation = graphql(`
+  mutation ViewerCreateApiKey($input: CreateApiKeyInput!) {
+    createApiKey(input: $input) {
+      __typename
+      ... on CreateApiKeySuccess {
+        data {
+          key
+          apiKey {
+            id
+            actor
+          }
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
+
+export const RevokeApiKeyMutation = graphql(`
+  mutation ViewerRevokeApiKey($id: ID!) {
+    revokeApiKey(id: $id) {
+      __typename
+      ... on RevokeApiKeySuccess {
+        data {
+          id
+          revokedAt
+        }
+      }
+      ... on Error {
+        code
+        message
+      }
+    }
+  }
+`);
