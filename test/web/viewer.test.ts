@@ -484,6 +484,9 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     const uuid = await startRun();
     const page = await signedIn(adminKey, `/runs/${uuid}`);
     await page.getByText('live', { exact: true }).waitFor();
+    expect(await page.getByTestId('timeline-empty').textContent()).toBe(
+      'No steps yet: they appear here as they are recorded.',
+    );
     const recordedAt = Date.now();
     await api(adminKey, 'mutation ($input: RecordStepInput!) { recordStep(input: $input) { __typename } }', {
       input: { runUuid: uuid, kind: 'LLM', round: 1, durationMs: 42 },
@@ -703,6 +706,11 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
 
   it('shows a step in full on demand: its payload to a key that may read payloads, the permission it lacks to another', async () => {
     const page = await signedIn(adminKey, `/runs/${DEMO_RUN_UUID}`);
+    // The run's failure rate, cancelled calls in neither part (3 failed of 11 finished), and a waterfall bar a step.
+    expect(await page.getByTestId('run-failure-rate').textContent()).toBe('27.3%');
+    expect(await page.locator('table.timeline .waterfall .bar').count()).toBe(
+      await page.locator('table.timeline tbody tr').count(),
+    );
     const failed = page.locator('tr[data-outcome="failed"]').first();
     await failed.getByRole('button', { name: 'Show' }).click();
     expect(await failed.getByRole('button', { name: 'Hide' }).getAttribute('aria-expanded')).toBe('true');

@@ -129,6 +129,7 @@ export const RunHeaderFragment = graphql(`
       failed
       cancelled
       total
+      failureRate
     }
   }
 `);

@@ -263,6 +263,13 @@ export function RunPage() {
           <dd>
             <OutcomeCountsText counts={run.toolOutcomeCounts} />
           </dd>
+          <dt>{t('viewer.column.failureRate')}</dt>
+          {/* Failed of the finished calls: a cancelled call is in neither. */}
+          <dd data-testid="run-failure-rate">
+            {run.toolOutcomeCounts.failureRate == null
+              ? t('viewer.none')
+              : f.percent(run.toolOutcomeCounts.failureRate)}
+          </dd>
         </dl>
         {mayCancel && (
           <button type="button" className="danger" onClick={cancelRun} disabled={cancelState.fetching}>
@@ -278,7 +285,13 @@ export function RunPage() {
       <Section
         title={`${t('viewer.run.timeline')} · ${t('viewer.run.steps', { count: f.number(entries.length) })}`}
       >
-        <Timeline entries={entries} />
+        {entries.length === 0 ? (
+          <p className="note" data-testid="timeline-empty">
+            {TERMINAL.has(run.status) ? t('viewer.run.noSteps') : t('viewer.run.noStepsYet')}
+          </p>
+        ) : (
+          <Timeline entries={entries} />
+        )}
         {hasMore && <p className="note">{t('viewer.loading')}</p>}
         {progress.size > 0 && !TERMINAL.has(run.status) && (
           <div className="on-the-wire" data-testid="calls-on-the-wire">
@@ -308,8 +321,37 @@ export function RunPage() {
   );
 }
 
+/** Where each step lies in the run's time: from its start (occurredAt − durationMs) to its end, for the waterfall. */
+interface Span {
+  first: number;
+  length: number;
+}
+
+function spanOf(entries: readonly ViewerTimelineRowFragment[]): Span {
+  const ends = entries.map((entry) => new Date(String(entry.occurredAt)).getTime());
+  const starts = entries.map((entry, i) => (ends[i] ?? 0) - entry.durationMs);
+  const first = Math.min(...starts);
+  return { first, length: Math.max(1, Math.max(...ends) - first) };
+}
+
+/** A step's bar in the waterfall: decorative, its numbers are in the row. */
+function StepBar({ entry, span }: { entry: ViewerTimelineRowFragment; span: Span }) {
+  const end = new Date(String(entry.occurredAt)).getTime();
+  const left = Math.min(((end - entry.durationMs - span.first) / span.length) * 100, 99.5);
+  const width = Math.min(Math.max((entry.durationMs / span.length) * 100, 0.5), 100 - left);
+  return (
+    <span className="waterfall" aria-hidden="true">
+      <span
+        className={`bar outcome-${entry.outcome?.toLowerCase() ?? 'none'}`}
+        style={{ left: `${left}%`, width: `${width}%` }}
+      />
+    </span>
+  );
+}
+
 function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }) {
   const { t } = useWords();
+  const span = spanOf(entries);
   return (
     <ScrollingTable label={t('viewer.run.timeline')}>
       <table className="timeline" data-testid="timeline">
@@ -329,7 +371,7 @@ function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }
         </thead>
         <tbody>
           {entries.map((entry) => (
-            <TimelineRow key={entry.sequence} entry={entry} />
+            <TimelineRow key={entry.sequence} entry={entry} span={span} />
           ))}
         </tbody>
       </table>
@@ -338,7 +380,7 @@ function Timeline({ entries }: { entries: readonly ViewerTimelineRowFragment[] }
 }
 
 /** One line of the timeline, and on demand the step in full below it. */
-function TimelineRow({ entry }: { entry: ViewerTimelineRowFragment }) {
+function TimelineRow({ entry, span }: { entry: ViewerTimelineRowFragment; span: Span }) {
   const { t, f } = useWords();
   const [open, setOpen] = useState(false);
   const detailId = `step-${entry.sequence}-detail`;
@@ -349,7 +391,10 @@ function TimelineRow({ entry }: { entry: ViewerTimelineRowFragment }) {
         <td>{f.time(entry.occurredAt)}</td>
         <td>{t(`runs.detail.kind.${entry.kind.toLowerCase()}`)}</td>
         <td className="number">{entry.round}</td>
-        <td className="number">{f.number(entry.durationMs)}</td>
+        <td className="number">
+          {f.number(entry.durationMs)}
+          <StepBar entry={entry} span={span} />
+        </td>
         <td className="outcome-cell">
           <OutcomeText outcome={entry.outcome} />
         </td>
