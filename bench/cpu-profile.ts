@@ -42,9 +42,9 @@ export function summarize(profile: Profile): {
 } {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfMs = new Map<number, number>();
-  profile.samples.forEach((id, i) =>
-    selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000),
-  );
+  for (const [i, id] of profile.samples.entries()) {
+    selfMs.set(id, (selfMs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0) / 1000);
+  }
   const places = new Map<string, number>();
   const functions = new Map<string, number>();
   let busyMs = 0;
