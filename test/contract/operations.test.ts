@@ -159,6 +159,37 @@ describe.each(backendNames)('the client operations, run as a frontend runs them 
     expect(read).toMatchObject({ state: 'ANSWERED', values: { branch: 'main' } });
   });
 
+  it('manages keys with the client documents: make, list, revoke; a key without manage_keys is FORBIDDEN', async () => {
+    const admin: AskAs = { actor: 'key-admin', permissions: ['manage_keys'] };
+    const made = await send(
+      'CreateApiKey',
+      { input: { actor: `bot-${backend}`, permissions: ['RECORD'] } },
+      admin,
+    );
+    const answer = made.data?.createApiKey as {
+      __typename: string;
+      data: { key: string; apiKey: { id: string } };
+    };
+    expect(answer.__typename).toBe('CreateApiKeySuccess');
+    const listed = (await send('ApiKeys', {}, admin)).data?.apiKeys as unknown as Array<{ id: string }>;
+    expect(listed.map((k) => k.id)).toContain(answer.data.apiKey.id);
+    expect(
+      (await send('RevokeApiKey', { id: answer.data.apiKey.id }, admin)).data?.revokeApiKey,
+    ).toMatchObject({
+      __typename: 'RevokeApiKeySuccess',
+      data: { id: answer.data.apiKey.id },
+    });
+    const refused = await send(
+      'CreateApiKey',
+      { input: { actor: 'x', permissions: ['RECORD'] } },
+      { actor: 'reader', permissions: ['read_all_runs'] },
+    );
+    expect(refused.data?.createApiKey).toMatchObject({
+      __typename: 'ForbiddenError',
+      permission: 'MANAGE_KEYS',
+    });
+  });
+
   it('pages a run list to its end with RunListPage, using totalCount and pageInfo', async () => {
     const configuration = `paging-${backend}`;
     const made: string[] = [];
