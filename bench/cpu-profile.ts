@@ -58,7 +58,7 @@ export function summarize(profile: Profile): {
     functions.set(name, (functions.get(name) ?? 0) + ms);
   }
   const sorted = (map: Map<string, number>) =>
-    [...map].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]);
+    [...map].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]);
   return { busyMs, places: sorted(places), functions: sorted(functions) };
 }
 
