@@ -123,6 +123,34 @@ export async function revokeApiKey(db: Database, idOrPrefix: string): Promise<Ap
   return revoked;
 }
 
+/**
+ * Revokes an active key by its id, unless it is the last active key that may
+ * manage keys: null for no such key, 'last-manager' for that one. The active
+ * managers are locked first, in one transaction, so two revocations at once
+ * cannot each leave the other as the last and end with none.
+ */
+export async function revokeApiKeyKeepingAManager(
+  db: Database,
+  id: number,
+): Promise<ApiKeyRow | 'last-manager' | null> {
+  return db.transaction(async (tx) => {
+    const managers = await tx
+      .select({ id: apiKeys.id })
+      .from(apiKeys)
+      .where(and(isNull(apiKeys.revokedAt), sql`'manage_keys' = ANY(${apiKeys.permissions})`))
+      .orderBy(asc(apiKeys.id))
+      .for('update');
+    if (managers.length === 1 && managers[0]?.id === id) return 'last-manager';
+    const [revoked] = await tx
+      .update(apiKeys)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt)))
+      .returning();
+    if (revoked) forgetKey(db, revoked.keyHash);
+    return revoked ?? null;
+  });
+}
+
 export async function countActiveApiKeys(db: Database): Promise<number> {
   const [row] = await db
     .select({ n: sql<number>`count(*)::int` })

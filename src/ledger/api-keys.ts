@@ -1,4 +1,4 @@
-import { type ApiKeyRow, createApiKey, listApiKeys, revokeApiKey } from '../db/api-keys.ts';
+import { type ApiKeyRow, createApiKey, listApiKeys, revokeApiKeyKeepingAManager } from '../db/api-keys.ts';
 import { InvalidInputError } from '../domain/errors.ts';
 import { requirePermission } from '../domain/permissions.ts';
 import type { Scope } from './scope.ts';
@@ -31,19 +31,14 @@ export function makeKey(
  */
 export async function revokeKey(scope: Scope, id: string): Promise<ApiKeyRow> {
   requirePermission(scope.actor, 'manage_keys');
-  if (!/^\d{1,15}$/.test(id)) throw new InvalidInputError('KEY_NOT_FOUND', `no active key ${id}`, 'id');
-  const keys = await listApiKeys(scope.db);
-  const target = keys.find((key) => String(key.id) === id && key.revokedAt === null);
-  if (!target) throw new InvalidInputError('KEY_NOT_FOUND', `no active key ${id}`, 'id');
-  const managers = keys.filter((key) => key.revokedAt === null && key.permissions.includes('manage_keys'));
-  if (managers.length === 1 && managers[0]?.id === target.id) {
+  const revoked = /^\d{1,15}$/.test(id) ? await revokeApiKeyKeepingAManager(scope.db, Number(id)) : null;
+  if (revoked === 'last-manager') {
     throw new InvalidInputError(
       'LAST_KEY_MANAGER',
       'this is the last active key with manage_keys: make another first',
       'id',
     );
   }
-  const [revoked] = await revokeApiKey(scope.db, id);
   if (!revoked) throw new InvalidInputError('KEY_NOT_FOUND', `no active key ${id}`, 'id');
   return revoked;
 }

@@ -1,6 +1,7 @@
 // Keys managed through the API while the service runs (manage_keys): made, listed, revoked, and every
 // refusal with its code and nothing written.
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/db/api-keys.ts';
 import { selectRows } from '../../src/db/connection.ts';
@@ -131,8 +132,39 @@ describe.each(backendNames)('API keys through the API (%s)', (backend) => {
       );
       expect(still?.revoked).toBe(false);
       // With a second manager, the first may go.
-      await createApiKey(database.handle.db, 'second-admin', ['manage_keys']);
+      const second = await createApiKey(database.handle.db, 'second-admin', ['manage_keys']);
       expect((await revokeKey(scope, String(row.id))).revokedAt).not.toBeNull();
+      // A revocation waits for one in flight: another connection holds the managers locked while it revokes
+      // the second of two; the one asked meanwhile must wait, then see itself as the last (without the lock
+      // it would see the other still active and revoke itself too, leaving none).
+      if (database.url) {
+        const third = await createApiKey(database.handle.db, 'third-admin', ['manage_keys']);
+        const other = new pg.Client({ connectionString: database.url });
+        await other.connect();
+        try {
+          await other.query('BEGIN');
+          await other.query(
+            `SELECT id FROM api_keys WHERE revoked_at IS NULL AND 'manage_keys' = ANY(permissions) FOR UPDATE`,
+          );
+          let settled = false;
+          const asked = revokeKey(scope, String(second.row.id)).finally(() => {
+            settled = true;
+          });
+          asked.catch(() => {});
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          expect(settled).toBe(false);
+          await other.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [third.row.id]);
+          await other.query('COMMIT');
+          await expect(asked).rejects.toMatchObject({ code: 'LAST_KEY_MANAGER' });
+        } finally {
+          await other.end();
+        }
+        const [left] = await selectRows<{ n: number }>(
+          database.handle.db,
+          sql`select count(*)::int as n from api_keys where revoked_at is null and 'manage_keys' = any(permissions)`,
+        );
+        expect(left?.n).toBe(1);
+      }
     } finally {
       await database.dispose();
     }
