@@ -1,8 +1,7 @@
 /**
- * The limits of a request for a person, apart from its rules: the viewer puts
- * them on its inputs too, and imports nothing else of the service.
+ * Limits of what a request for a person may carry, apart from its rules: the
+ * viewer puts them on its inputs too, and imports nothing else of the service.
  */
-/** Limits of what a request may carry. */
 export const HumanRequestLimits = {
   /** The longest a request may stay open before it expires: 30 days. */
   maxExpiryMs: 30 * 86_400_000,

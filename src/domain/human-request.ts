@@ -54,8 +54,6 @@ export const WAITING_STATUS: Readonly<Record<RequestKind, RunStatus>> = {
   input: 'waiting_for_input',
 };
 
-export { HumanRequestLimits };
-
 /** What an MCP server asks mid-call (elicitation/create, form mode). */
 export interface ElicitationAsked {
   message: string;

@@ -27,7 +27,6 @@ import {
   checkStoredInputSchema,
   type ElicitationAnswer,
   type ElicitationAsked,
-  HumanRequestLimits,
   INPUT_ANSWERS,
   type InputSchema,
   type RequestKind,
@@ -38,6 +37,7 @@ import {
   requestStateAt,
   WAITING_STATUS,
 } from '../domain/human-request.ts';
+import { HumanRequestLimits } from '../domain/human-request-limits.ts';
 import { requestFingerprint } from '../domain/idempotency.ts';
 import { checkName, checkText, Limits } from '../domain/limits.ts';
 import {

@@ -150,10 +150,11 @@ async function seedWaitingRuns(db: Database, now: Date): Promise<number> {
     // The run's owner asks, as its agent would: the request's step and the waiting status come with it.
     const scope = { db, actor: { name: waiting.owner, permissions: new Set<Permission>(['record']) } };
     const { ask } = waiting;
-    if (ask.kind === 'approval')
-      await requestApproval(scope, { runUuid: run.uuid, server: waiting.server, ...ask });
-    else await requestInput(scope, { runUuid: run.uuid, prompt: ask.prompt, schema: ask.schema });
-    steps += recorded.steps.length + 1;
+    const asked =
+      ask.kind === 'approval'
+        ? await requestApproval(scope, { runUuid: run.uuid, server: waiting.server, ...ask })
+        : await requestInput(scope, { runUuid: run.uuid, prompt: ask.prompt, schema: ask.schema });
+    steps += recorded.steps.length + (asked.step ? 1 : 0);
   }
   return steps;
 }

@@ -6,11 +6,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod/v4';
-import {
-  type ElicitationAnswer,
-  type ElicitationAsked,
-  HumanRequestLimits,
-} from '../domain/human-request.ts';
+import type { ElicitationAnswer, ElicitationAsked } from '../domain/human-request.ts';
+import { HumanRequestLimits } from '../domain/human-request-limits.ts';
 import { type McpServerConfig, parseCredentialReference } from '../domain/mcp-server.ts';
 import { GuardedFetch } from './guarded-fetch.ts';
 import type { McpPolicy } from './outbound-policy.ts';

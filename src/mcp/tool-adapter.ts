@@ -1,9 +1,6 @@
 import { type CallProgress, checkedProgress } from '../domain/call-progress.ts';
-import {
-  type ElicitationAnswer,
-  type ElicitationAsked,
-  HumanRequestLimits,
-} from '../domain/human-request.ts';
+import type { ElicitationAnswer, ElicitationAsked } from '../domain/human-request.ts';
+import { HumanRequestLimits } from '../domain/human-request-limits.ts';
 import type { McpServerConfig } from '../domain/mcp-server.ts';
 import type { JsonValue, ToolArtifact } from '../domain/tool-result.ts';
 import { ToolFailure, ToolResult } from '../domain/tool-result.ts';

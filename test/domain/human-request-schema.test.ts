@@ -7,8 +7,8 @@ import {
   checkInputSchema,
   checkInputValues,
   checkStoredInputSchema,
-  HumanRequestLimits,
 } from '../../src/domain/human-request.ts';
+import { HumanRequestLimits } from '../../src/domain/human-request-limits.ts';
 
 /** The schema that froze the service: an approver's ordinary sentence backtracked for seconds. */
 const REDOS = {

@@ -364,11 +364,13 @@ describe.runIf(hasChromium && onPostgres)('the web viewer in Chromium', () => {
     await recent.waitFor();
     await expect
       .poll(() =>
-        page.locator('#run-configurations option').evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
+        page
+          .locator('#run-configuration-names option')
+          .evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
       )
       .toContain('release-bot');
     expect(
-      await page.locator('#run-owners option').evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
+      await page.locator('#run-owner-names option').evaluateAll((o) => o.map((e) => e.getAttribute('value'))),
     ).toContain('bob');
     const total = await page.getByTestId('runs-total').textContent();
 

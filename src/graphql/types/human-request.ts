@@ -3,7 +3,6 @@ import type { StepMetaRow } from '../../db/steps.ts';
 import { KeyNotActiveError } from '../../domain/errors.ts';
 import {
   APPROVAL_DECISIONS,
-  HumanRequestLimits,
   OwnDecisionError,
   REQUEST_KINDS,
   REQUEST_SOURCES,
@@ -13,6 +12,7 @@ import {
   RequestNotOpenError,
   type RequestSource,
 } from '../../domain/human-request.ts';
+import { HumanRequestLimits } from '../../domain/human-request-limits.ts';
 import type { JsonValue } from '../../domain/tool-result.ts';
 import {
   awaitDecision,

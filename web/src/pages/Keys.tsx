@@ -1,23 +1,14 @@
 import { type FormEvent, useId, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
+import { PERMISSIONS } from '../../../src/domain/permissions.ts';
 import { errorCode } from '../client.ts';
 import { ErrorNote, ScrollingTable, Section, usePageTitle } from '../components.tsx';
 import type { Permission } from '../gql/graphql.ts';
 import { useWords } from '../locale.ts';
 import { ApiKeysQuery, CreateApiKeyMutation, RevokeApiKeyMutation } from '../operations.ts';
 
-/** Every permission a key may be granted, in the order the API lists them. */
-const PERMISSIONS: readonly Permission[] = [
-  'READ_OWN_RUNS',
-  'READ_ALL_RUNS',
-  'RECORD',
-  'CANCEL_OWN_RUNS',
-  'CANCEL_ANY_RUN',
-  'READ_PAYLOADS',
-  'MANAGE_KEYS',
-  'MANAGE_SERVERS',
-  'APPROVE_RUNS',
-];
+/** Every permission a key may be granted, as the API names them (the service's one list). */
+const GRANTABLE = PERMISSIONS.map((permission) => permission.toUpperCase() as Permission);
 
 /**
  * The keys page of a key with manage_keys: every key, a form that makes one
@@ -69,7 +60,7 @@ export function KeysPage() {
           <input id={actorId} name="actor" required maxLength={100} pattern="[\w.@\-]+" spellCheck={false} />
           <fieldset>
             <legend>{t('viewer.keys.permissions')}</legend>
-            {PERMISSIONS.map((permission) => (
+            {GRANTABLE.map((permission) => (
               <label key={permission} className="choice">
                 <input type="checkbox" name="permission" value={permission} /> {permission.toLowerCase()}
               </label>

@@ -475,7 +475,7 @@ function CopyButton({ text }: { text: string }) {
     setTimeout(() => setCopied(false), 2_000);
   }
   return (
-    <button type="button" className="copy" onClick={() => void copy()} aria-live="polite">
+    <button type="button" className="copy" onClick={() => void copy()}>
       {copied ? t('viewer.run.copied') : t('viewer.run.copyId')}
     </button>
   );

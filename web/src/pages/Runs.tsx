@@ -153,28 +153,18 @@ export function RunsPage() {
               ))}
             </select>
           </label>
-          <label>
-            {t('viewer.runs.filter.configuration')}
-            <input
-              name="configuration"
-              list="run-configurations"
-              defaultValue={params.get('configuration') ?? ''}
-            />
-          </label>
-          <datalist id="run-configurations">
-            {names.data?.configurations.groups.map((group) => (
-              <option key={group.configuration} value={group.configuration ?? ''} />
-            ))}
-          </datalist>
-          <label>
-            {t('viewer.runs.filter.owner')}
-            <input name="owner" list="run-owners" defaultValue={params.get('owner') ?? ''} />
-          </label>
-          <datalist id="run-owners">
-            {names.data?.owners.groups.map((group) => (
-              <option key={group.owner} value={group.owner ?? ''} />
-            ))}
-          </datalist>
+          <NameFilter
+            name="configuration"
+            label={t('viewer.runs.filter.configuration')}
+            value={params.get('configuration')}
+            names={names.data?.configurations.groups.map((group) => group.configuration)}
+          />
+          <NameFilter
+            name="owner"
+            label={t('viewer.runs.filter.owner')}
+            value={params.get('owner')}
+            names={names.data?.owners.groups.map((group) => group.owner)}
+          />
           <label>
             {t('viewer.runs.filter.since')}
             <input name="since" type="date" defaultValue={params.get('since') ?? ''} />
@@ -244,6 +234,30 @@ export function RunsPage() {
           </>
         )}
       </Section>
+    </>
+  );
+}
+
+/** A filter by a name, offering the names there are as it is typed (a datalist). */
+function NameFilter({
+  name,
+  label,
+  value,
+  names = [],
+}: {
+  name: string;
+  label: string;
+  value: string | null;
+  names?: readonly (string | null)[];
+}) {
+  const list = `run-${name}-names`;
+  return (
+    <>
+      <label>
+        {label}
+        <input name={name} list={list} defaultValue={value ?? ''} />
+      </label>
+      <datalist id={list}>{names.map((known) => known && <option key={known} value={known} />)}</datalist>
     </>
   );
 }
