@@ -23,9 +23,9 @@ CREATE TABLE stats_server_daily (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_server_daily_pkey PRIMARY KEY (day, server),
-  CONSTRAINT stats_server_daily_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_server_daily_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE TABLE stats_server_tool_daily (
@@ -35,9 +35,9 @@ CREATE TABLE stats_server_tool_daily (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_server_tool_daily_pkey PRIMARY KEY (day, server, tool_name),
-  CONSTRAINT stats_server_tool_daily_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_server_tool_daily_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_server_tool_daily_server ON stats_server_tool_daily (server, day);
@@ -49,9 +49,9 @@ CREATE TABLE stats_owner_configuration_daily (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_daily_pkey PRIMARY KEY (day, owner, configuration),
-  CONSTRAINT stats_owner_configuration_daily_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_owner_configuration_daily_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_owner_configuration_daily_owner ON stats_owner_configuration_daily (owner, day);
@@ -63,9 +63,9 @@ CREATE TABLE stats_owner_tool_daily (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_tool_daily_pkey PRIMARY KEY (day, owner, tool_name),
-  CONSTRAINT stats_owner_tool_daily_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_owner_tool_daily_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_owner_tool_daily_owner ON stats_owner_tool_daily (owner, day);
@@ -78,9 +78,9 @@ CREATE TABLE stats_owner_configuration_server_daily (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_server_daily_pkey PRIMARY KEY (day, owner, configuration, server),
-  CONSTRAINT stats_owner_configuration_server_daily_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_owner_configuration_server_daily_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_owner_configuration_server_daily_owner ON stats_owner_configuration_server_daily (owner, day);
@@ -125,9 +125,9 @@ CREATE TABLE stats_server_hourly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_server_hourly_pkey PRIMARY KEY (hour, server),
-  CONSTRAINT stats_server_hourly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_server_hourly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE TABLE stats_owner_configuration_hourly (
@@ -137,9 +137,9 @@ CREATE TABLE stats_owner_configuration_hourly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_hourly_pkey PRIMARY KEY (hour, owner, configuration),
-  CONSTRAINT stats_owner_configuration_hourly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_owner_configuration_hourly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_owner_configuration_hourly_owner ON stats_owner_configuration_hourly (owner, hour);
@@ -178,9 +178,9 @@ CREATE TABLE stats_owner_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_weekly_pkey PRIMARY KEY (week, owner),
-  CONSTRAINT stats_owner_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -193,9 +193,9 @@ CREATE TABLE stats_server_tool_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_server_tool_weekly_pkey PRIMARY KEY (week, server, tool_name),
-  CONSTRAINT stats_server_tool_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_server_tool_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_server_tool_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -206,9 +206,9 @@ CREATE TABLE stats_owner_configuration_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_weekly_pkey PRIMARY KEY (week, owner, configuration),
-  CONSTRAINT stats_owner_configuration_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_configuration_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_configuration_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -221,9 +221,9 @@ CREATE TABLE stats_owner_server_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_server_weekly_pkey PRIMARY KEY (week, owner, server),
-  CONSTRAINT stats_owner_server_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_server_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_server_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -236,9 +236,9 @@ CREATE TABLE stats_configuration_server_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_configuration_server_weekly_pkey PRIMARY KEY (week, configuration, server),
-  CONSTRAINT stats_configuration_server_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_configuration_server_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_configuration_server_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -251,9 +251,9 @@ CREATE TABLE stats_owner_tool_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_tool_weekly_pkey PRIMARY KEY (week, owner, tool_name),
-  CONSTRAINT stats_owner_tool_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_tool_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_tool_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -267,9 +267,9 @@ CREATE TABLE stats_owner_configuration_server_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_server_weekly_pkey PRIMARY KEY (week, owner, configuration, server),
-  CONSTRAINT stats_owner_configuration_server_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_configuration_server_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_configuration_server_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -282,9 +282,9 @@ CREATE TABLE stats_configuration_tool_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_configuration_tool_weekly_pkey PRIMARY KEY (week, configuration, tool_name),
-  CONSTRAINT stats_configuration_tool_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_configuration_tool_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_configuration_tool_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -296,9 +296,9 @@ CREATE TABLE stats_owner_configuration_tool_weekly (
   ok bigint DEFAULT 0 NOT NULL,
   failed bigint DEFAULT 0 NOT NULL,
   cancelled bigint DEFAULT 0 NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_tool_weekly_pkey PRIMARY KEY (week, owner, configuration, tool_name),
-  CONSTRAINT stats_owner_configuration_tool_weekly_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL),
+  CONSTRAINT stats_owner_configuration_tool_weekly_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0)),
   CONSTRAINT stats_owner_configuration_tool_weekly_monday CHECK (EXTRACT(isodow FROM week) = 1)
 );
 
@@ -423,9 +423,9 @@ CREATE TABLE stats_owner_configuration_server_tool_all_time_histograms (
   tool_name text NOT NULL,
   owner text NOT NULL,
   configuration text NOT NULL,
-  durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[65]) NOT NULL,
+  durations bigint[] DEFAULT '{}'::bigint[] NOT NULL,
   CONSTRAINT stats_owner_configuration_server_tool_all_time_histograms_pkey PRIMARY KEY (server, tool_name, owner, configuration),
-  CONSTRAINT stats_owner_configuration_server_tool_all_time_histograms_shape CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = 65 AND array_position(durations, NULL::bigint) IS NULL)
+  CONSTRAINT stats_owner_configuration_server_tool_all_time_histograms_shape CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= 65 AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))
 );
 
 CREATE INDEX stats_owner_configuration_server_tool_all_time_calls ON stats_owner_configuration_server_tool_all_time (((ok + failed + cancelled)));

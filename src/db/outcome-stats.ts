@@ -140,6 +140,8 @@ interface Row {
   cancelled: number | string | bigint;
   duration_bucket?: number;
   histogram?: Array<number | string | bigint>;
+  /** The element (from 1) of `histogram`'s first count, where a row's stored histogram is read as it is (trimmed). */
+  histogram_from?: number | null;
 }
 
 /** A name as a cell holds it: stored empty (no server or tool), it is null. */
@@ -392,7 +394,7 @@ async function indexedGroupCells(
               having: sql`${CALLS_SUM} > 0`,
             }),
           )
-        ).map((row) => toCell(row, histogramOf(row.histogram)));
+        ).map((row) => toCell(row, histogramOf(row.histogram, row.histogram_from)));
   if (!durations || !rollup.durationsTable) return counts;
   // Each group's duration rows one range of the durations table's index by group.
   const rows = await selectRows<Row & { calls_by_bucket: Record<string, number> }>(
@@ -536,7 +538,10 @@ async function rollupCells(
         rollupConditions(rollup, query, from, to),
       ),
     );
-    return [...counts, ...rows.map((row) => toCell(row, histogramOf(row.histogram), NO_CALLS))];
+    return [
+      ...counts,
+      ...rows.map((row) => toCell(row, histogramOf(row.histogram, row.histogram_from), NO_CALLS)),
+    ];
   }
   if (rollup.durationsTable && (query.durations ?? true)) {
     const counts = query.histogramsOnly
@@ -551,7 +556,7 @@ async function rollupCells(
     return [...counts, ...durationCells(durations).map(({ cell }) => cell)];
   }
   const rows = await selectRows<Row>(db, rollupStatement(rollup, query, from, to));
-  return rows.map((row) => toCell(row, histogramOf(row.histogram)));
+  return rows.map((row) => toCell(row, histogramOf(row.histogram, row.histogram_from)));
 }
 
 /** A where clause of every condition, or none without conditions (a rollup of all time read whole). */
@@ -630,7 +635,7 @@ function rollupRows(
 ): SQL {
   return sql`
     select ${sql.join([...keys, sql``], sql`, `)} ok, failed, cancelled
-           ${(query.durations ?? true) ? sql`, to_json(durations) as histogram` : sql``}
+           ${(query.durations ?? true) ? sql`, to_json(durations) as histogram, array_lower(durations, 1) as histogram_from` : sql``}
       from ${sql.raw(rollup.table)}
      ${whereAll(summedAfter ? conditions : [...conditions, sql`ok + failed + cancelled > 0`])}`;
 }
@@ -705,18 +710,25 @@ async function movedCells(
        sql`, `,
      )}`;
   const rows = await selectRows<Row & { moved_from: string | number }>(db, statement);
-  const cells = rows.flatMap((row) => moved(toCell(row, histogramOf(row.histogram)), row));
+  const cells = rows.flatMap((row) =>
+    moved(toCell(row, histogramOf(row.histogram, row.histogram_from)), row),
+  );
   if (!rollup.durationsTable || !withDurations) return cells;
   const durations = await durationRows(db, rollup.durationsTable, fields, conditions);
   return [...cells, ...durationCells(durations).flatMap(({ cell, row }) => moved(cell, row))];
 }
 
-/** A row's histogram as numbers: JSON gives them as they are; none when durations were not read. */
-function histogramOf(counts: Row['histogram']): readonly number[] {
+/**
+ * A row's histogram as numbers: JSON gives them as they are; none when durations were not read. A
+ * stored histogram read as it is starts at its element `from` (it is trimmed to its buckets with
+ * calls); sums of every bucket start at the first.
+ */
+function histogramOf(counts: Row['histogram'], from: number | null = 1): readonly number[] {
   if (counts === undefined) return NO_DURATIONS;
-  if (counts.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
+  const first = (from ?? 1) - 1;
+  if (first === 0 && counts.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
     return counts as number[];
-  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts[i] ?? 0));
+  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts[i - first] ?? 0));
 }
 
 /** A cell whose calls are taken away when cells are summed. */

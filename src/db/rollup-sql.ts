@@ -82,9 +82,13 @@ function keyOfCell(rollup: RollupDefinition): string[] {
 
 const positions = (count: number) => Array.from({ length: count }, (_, i) => String(i + 1)).join(', ');
 
-const HISTOGRAM_COLUMN = `durations bigint[] DEFAULT array_fill((0)::bigint, ARRAY[${DURATION_BUCKETS}]) NOT NULL`;
+/**
+ * A histogram of durations, trimmed to its buckets with calls (migrations/repeatable/05): within
+ * the buckets, no NULL, its first and last element not zero, or empty.
+ */
+const HISTOGRAM_COLUMN = `durations bigint[] DEFAULT '{}'::bigint[] NOT NULL`;
 const histogramShape = (table: string) =>
-  `CONSTRAINT ${identifier(`${table}_shape`)} CHECK (array_ndims(durations) = 1 AND array_lower(durations, 1) = 1 AND array_upper(durations, 1) = ${DURATION_BUCKETS} AND array_position(durations, NULL::bigint) IS NULL)`;
+  `CONSTRAINT ${identifier(`${table}_shape`)} CHECK (cardinality(durations) = 0 OR (array_ndims(durations) = 1 AND array_lower(durations, 1) >= 1 AND array_upper(durations, 1) <= ${DURATION_BUCKETS} AND array_position(durations, NULL::bigint) IS NULL AND durations[array_lower(durations, 1)] <> 0 AND durations[array_upper(durations, 1)] <> 0))`;
 
 function keyColumnDefinitions(rollup: RollupDefinition): string[] {
   const time =

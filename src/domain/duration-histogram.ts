@@ -5,9 +5,10 @@
  *
  * The same thresholds live in SQL (`tool_duration_bucket`, migrations/0005);
  * a test proves the two agree. Bucket 0 is [0, 1) ms, bucket k is
- * [t(k-1), t(k)), bucket 64 is everything from the last threshold up. The
- * daily rollup counts bucket k in element k + 1 of its `durations` array
- * (migrations/0011), which holds exactly DURATION_BUCKETS counts.
+ * [t(k-1), t(k)), bucket 64 is everything from the last threshold up. A
+ * rollup counts bucket k in element k + 1 of its `durations` array, trimmed
+ * to the buckets with calls (migrations/repeatable/05): read back, it is
+ * DURATION_BUCKETS counts, zero outside its bounds.
  */
 export const DURATION_THRESHOLDS_MS: readonly number[] = Object.freeze([
   1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 18, 23, 28, 36, 44, 56, 69, 87, 108, 136, 169, 212, 265, 331,

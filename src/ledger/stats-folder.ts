@@ -1,5 +1,5 @@
 import type { Database } from '../db/connection.ts';
-import { FOLD_BATCH_CHANGES, foldToolCallChanges } from '../db/tool-call-changes.ts';
+import { FOLD_BATCH_CHANGES, foldToolCallChanges, nextBatchChanges } from '../db/tool-call-changes.ts';
 import { BackgroundLoop } from './background-loop.ts';
 
 /** How long the folder waits after a batch that left nothing behind (or lost the lock) before the next. */
@@ -10,6 +10,7 @@ export const FOLD_RETRY_MS = 1_000;
 
 export interface StatsFolderOptions {
   intervalMs?: number;
+  /** The first size of a batch; while batches come full, each takes twice as many, up to FOLD_BULK_BATCH_CHANGES. */
   batchChanges?: number;
   /** A line when folding fails and when it recovers; never a payload. */
   log?: (line: string) => void;
@@ -27,14 +28,20 @@ export class StatsFolder {
   readonly #loop: BackgroundLoop;
 
   constructor(db: Database, options: StatsFolderOptions = {}) {
-    const batchChanges = options.batchChanges ?? FOLD_BATCH_CHANGES;
+    const first = options.batchChanges ?? FOLD_BATCH_CHANGES;
+    let batchChanges = first;
     this.#loop = new BackgroundLoop({
       name: 'folding statistics',
       intervalMs: options.intervalMs ?? FOLD_INTERVAL_MS,
       retryMs: FOLD_RETRY_MS,
       log: options.log,
       // Another instance holding the lock (null) leaves nothing for this one to do now.
-      pass: async () => ((await foldToolCallChanges(db, batchChanges))?.folded ?? 0) >= batchChanges,
+      pass: async () => {
+        const asked = batchChanges;
+        const folded = (await foldToolCallChanges(db, asked))?.folded ?? 0;
+        batchChanges = nextBatchChanges(asked, folded, first);
+        return folded >= asked;
+      },
     });
   }
 
@@ -49,9 +56,9 @@ export class StatsFolder {
 }
 
 /**
- * Folds every change not folded yet, batch after batch, reporting each batch,
- * until none is left (or another instance holds the lock `attempts` times in a
- * row). Returns the changes folded.
+ * Folds every change not folded yet, batch after batch (growing as the
+ * folder's do), reporting each batch, until none is left (or another instance
+ * holds the lock `attempts` times in a row). Returns the changes folded.
  */
 export async function foldEverything(
   db: Database,
@@ -59,8 +66,9 @@ export async function foldEverything(
 ): Promise<{ folded: number; lockedOut: boolean }> {
   let folded = 0;
   let lockedOut = 0;
+  let asked = batchChanges;
   for (;;) {
-    const batch = await foldToolCallChanges(db, batchChanges);
+    const batch = await foldToolCallChanges(db, asked);
     if (batch === null) {
       if (++lockedOut >= attempts) return { folded, lockedOut: true };
       await new Promise((resolve) => setTimeout(resolve, FOLD_INTERVAL_MS));
@@ -69,6 +77,7 @@ export async function foldEverything(
     lockedOut = 0;
     folded += batch.folded;
     if (batch.folded > 0) progress(folded);
-    if (batch.folded < batchChanges) return { folded, lockedOut: false };
+    if (batch.folded < asked) return { folded, lockedOut: false };
+    asked = nextBatchChanges(asked, batch.folded, batchChanges);
   }
 }

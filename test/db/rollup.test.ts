@@ -131,13 +131,15 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     ),
   );
   type StepWithRun = typeof runSteps.$inferSelect & { owner: string; configuration: string };
+  /** A stored histogram as its DURATION_BUCKETS counts, whatever its bounds: zero outside them. */
+  const wholeHistogram = `ARRAY(SELECT coalesce(durations[i], 0)::text FROM generate_series(1, ${DURATION_BUCKETS}) AS i ORDER BY i)`;
 
   /** Every row of a rollup that counts something, as its key -> counts and histogram. */
   const rollup = async ({ table, key, durations, histograms }: (typeof ROLLUPS)[number]) => {
     const rows = await database.handle.withSession((s) =>
       s.query<{ key: string; ok: string; failed: string; cancelled: string; durations: string[] }>(
         `SELECT ${key} AS key, ok::text AS ok, failed::text AS failed,
-                cancelled::text AS cancelled, ${durations || histograms !== null ? `'{}'::text[]` : 'durations::text[]'} AS durations
+                cancelled::text AS cancelled, ${durations || histograms !== null ? `'{}'::text[]` : wholeHistogram} AS durations
            FROM ${table}`,
       ),
     );
@@ -149,7 +151,7 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
       for (const row of counted.values()) row.push(...new Array<number>(DURATION_BUCKETS).fill(0));
       const keyed = await database.handle.withSession((s) =>
         s.query<{ key: string; durations: string[] }>(
-          `SELECT ${key} AS key, durations::text[] AS durations FROM ${histograms}`,
+          `SELECT ${key} AS key, ${wholeHistogram} AS durations FROM ${histograms}`,
         ),
       );
       for (const { key: rowKey, durations: calls } of keyed) {
@@ -384,24 +386,35 @@ describe.each(backendNames)('the daily rollup of tool calls (%s)', (backend) => 
     await expectEveryRollupToEqualARecount();
   });
 
-  it('refuses a histogram that is not one count for each bucket, writing nothing', async () => {
+  it('refuses a histogram outside the buckets, with a NULL, or not trimmed, writing nothing', async () => {
     const serverToolDaily = ROLLUPS.find((each) => each.table === 'stats_server_tool_daily');
     if (!serverToolDaily) throw new Error('no rollup by server and tool per day');
     const before = await rollup(serverToolDaily);
     for (const durations of [
-      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS - 1}])`,
-      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS + 1}])`,
-      `array_fill(0::bigint, ARRAY[${DURATION_BUCKETS}], ARRAY[0])`,
-      `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS}]) || NULL::bigint`,
-      `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS - 1}]) || NULL::bigint`,
+      `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS + 1}])`,
+      `array_fill(1::bigint, ARRAY[2], ARRAY[0])`,
+      `array_fill(1::bigint, ARRAY[2], ARRAY[${DURATION_BUCKETS}])`,
+      `array_fill(1::bigint, ARRAY[3]) || NULL::bigint`,
+      `'{{1,1},{1,1}}'::bigint[]`,
+      `'{0,1}'::bigint[]`,
+      `'[3:4]={1,0}'::bigint[]`,
     ]) {
       const refusal = await exec(
         `INSERT INTO stats_server_tool_daily (day, server, tool_name, ok, durations) VALUES ('2026-06-01', 'x', 'y', 1, ${durations})`,
       ).catch((error: unknown) => error);
-      expect((refusal as { code?: string }).code).toBe('23514');
+      expect([durations, (refusal as { code?: string }).code]).toEqual([durations, '23514']);
       expect(String((refusal as Error).message)).toContain('stats_server_tool_daily_shape');
     }
     expect(await rollup(serverToolDaily)).toEqual(before);
+    // Trimmed to its buckets with calls, or empty: each a histogram the rollups hold.
+    for (const [server, durations] of [
+      ['whole', `array_fill(1::bigint, ARRAY[${DURATION_BUCKETS}])`],
+      ['one', `'[7:7]={2}'::bigint[]`],
+      ['none', `'{}'::bigint[]`],
+    ])
+      await exec(
+        `INSERT INTO stats_server_tool_daily (day, server, tool_name, ok, durations) VALUES ('2026-06-01', '${server}', 'y', 1, ${durations})`,
+      );
   });
 
   it('keeps a histogram row only for a duration bucket the domain has, writing nothing else', async () => {
