@@ -152,7 +152,7 @@ export async function migrate(handle: DatabaseHandle, options: MigrateOptions = 
       }
       const latest = Math.max(0, ...migrations.map((m) => m.version));
       if (target >= latest) {
-        for (const name of await applyRepeatables(session, options.repeatables ?? loadRepeatables()))
+        for (const name of await applyRepeatables(session, options.repeatables ?? loadRepeatables(), log))
           log(`applied ${name} again (its definition changed)`);
       }
       return pending;
@@ -241,9 +241,15 @@ async function applyOne(session: Session, migration: Migration): Promise<void> {
 /**
  * The repeatable definitions whose text differs from the one applied last,
  * applied in one transaction, in order: a definition that depends on another
- * (a table made again and refilled by a function) sees it as changed.
+ * (a table made again and refilled by a function) sees it as changed. Each is
+ * said before it runs: the statistics' tables, made again, are counted from
+ * every tool call, minutes on a large ledger.
  */
-async function applyRepeatables(session: Session, repeatables: Repeatable[]): Promise<string[]> {
+async function applyRepeatables(
+  session: Session,
+  repeatables: Repeatable[],
+  log: (line: string) => void,
+): Promise<string[]> {
   await session.exec(`CREATE TABLE IF NOT EXISTS runledger_repeatables (
     name text PRIMARY KEY,
     checksum text NOT NULL,
@@ -261,6 +267,7 @@ async function applyRepeatables(session: Session, repeatables: Repeatable[]): Pr
   await session.exec('BEGIN');
   try {
     for (const repeatable of changed) {
+      log(`applying ${repeatable.name} again (its definition changed)`);
       await session.exec(repeatable.sql);
       await session.query(
         `INSERT INTO runledger_repeatables (name, checksum) VALUES ($1, $2)

@@ -92,11 +92,13 @@ describe.each(backendNames)('the rollups a migrated database holds (%s)', (backe
     };
     const current = loadRepeatables();
     expect(await run([...current, probe('1')])).toEqual([
+      'applying 99_repeatable_probe again (its definition changed)',
       'applied 99_repeatable_probe again (its definition changed)',
     ]);
     expect(await answer()).toBe(1);
     expect(await run([...current, probe('1')])).toEqual([]);
     expect(await run([...current, probe('2')])).toEqual([
+      'applying 99_repeatable_probe again (its definition changed)',
       'applied 99_repeatable_probe again (its definition changed)',
     ]);
     expect(await answer()).toBe(2);
