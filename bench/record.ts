@@ -10,6 +10,7 @@ import {
   type MemorySample,
   quantile,
   type Service,
+  startBareServer,
   startService,
   table,
   withoutTriggers,
@@ -20,7 +21,10 @@ import {
  * process, compiled, as `npm start` runs it, its statistics folder running)
  * against the floor: plain `pg` inserts of the same rows into run_steps with
  * its triggers off, so that the floor pays for storing the rows alone, in the
- * same run: one step, 10 and 100 steps per request, over 1, 8 and 32
+ * same run, and against a bare HTTP server (node:http and pg, in its own
+ * process as the service is: bench/record-floor.mjs) that reads the same
+ * request bodies and stores the same rows with one INSERT, the triggers on:
+ * one step, 10 and 100 steps per request, over 1, 8 and 32
  * connections, with one owner and configuration for every request (the hot
  * case, where rollups kept in the write's transaction queued writers) and with
  * an owner and a configuration for each connection. Beside them, the same
@@ -185,6 +189,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
   const keys: string[] = [];
   for (let i = 0; i < maxConnections; i += 1) keys.push(await benchKey(url, undefined, `bench_${i}`));
   const service = await startService(url, { nodeArgs: profileArgs('record-postgres') });
+  const bare = await startBareServer('./record-floor.mjs', { DATABASE_URL: url });
   const pool = new pg.Pool({ connectionString: url, max: maxConnections });
   const rows: Array<Record<string, string | number>> = [];
   try {
@@ -197,6 +202,15 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
        SELECT gen_random_uuid(), 'bench_0', 'plain', 'running' FROM generate_series(1, $1) RETURNING id`,
       [maxConnections],
     );
+    const { rows: bareRuns } = await pool.query<{ uuid: string }>(
+      `INSERT INTO runs (uuid, owner, configuration, status)
+       SELECT gen_random_uuid(), 'bench_0', 'bare', 'running' FROM generate_series(1, $1) RETURNING uuid`,
+      [maxConnections],
+    );
+    const bareHttp = (size: number, connections: number) =>
+      load(bare.url, '', requestsFor(size, connections), connections, (i) =>
+        body(size, bareRuns[i % connections]?.uuid ?? '', i),
+      );
     const sequences = new Map<string, number>();
     const payload = JSON.stringify({ arguments: { query: 'benchmark' }, content: CONTENT, artifacts: [] });
     const metadata = JSON.stringify({ argumentsBytes: 21, contentBytes: 23, artifactCount: 0 });
@@ -243,6 +257,7 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
         // Warm every path so none pays for first use in the measurement.
         for (const keying of KEYINGS) await api(size, maxConnections, keying);
         await timedWithLatency(40, maxConnections, plain(size, maxConnections));
+        await bareHttp(size, maxConnections);
         await withoutTriggers(pool, () => timedWithLatency(40, maxConnections, plain(size, maxConnections)));
         for (const connections of CONNECTIONS) {
           const requests = requestsFor(size, connections);
@@ -250,8 +265,12 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
             timedWithLatency(requests, connections, plain(size, connections)),
           );
           const withLog = await timedWithLatency(requests, connections, plain(size, connections));
+          const bareMeasured = await bareHttp(size, connections);
+          if (bareMeasured.errors > 0)
+            throw new Error(`${bareMeasured.errors} requests to the bare server failed`);
           const floorRate = perSecond(requests * size, floor.seconds);
           const logRate = perSecond(requests * size, withLog.seconds);
+          const bareRate = perSecond(requests * size, bareMeasured.seconds);
           for (const keying of KEYINGS) {
             const cpuBefore = (await service.memory()).cpuMicros;
             const measured = await api(size, connections, keying);
@@ -264,6 +283,8 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
               connections,
               'who records': keying,
               'API steps/s': apiRate,
+              'bare HTTP steps/s': bareRate,
+              'API / bare HTTP': Number((apiRate / bareRate).toFixed(2)),
               'floor steps/s': floorRate,
               'API / floor': Number((apiRate / floorRate).toFixed(2)),
               'pg + change log steps/s': logRate,
@@ -279,11 +300,12 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
     });
     memory.push(memoryRow('PostgreSQL', 'peak under the load above', peak));
     console.log(
-      '\n recording through the API against the floor (plain inserts of the same rows, every trigger of run_steps off):',
+      '\n recording through the API against the bare HTTP server (the same bodies, the same rows in one INSERT, triggers on) and the floor (plain inserts of the same rows, every trigger of run_steps off):',
     );
     table(rows);
   } finally {
     await pool.end();
+    await bare.stop();
     await service.stop();
   }
 }

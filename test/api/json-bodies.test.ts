@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runs } from '../../drizzle/schema.ts';
+import { openTestApi, type TestApi } from '../support/api.ts';
+import { backendNames } from '../support/databases.ts';
+import { type Listening, listen } from '../support/http.ts';
+
+/**
+ * A GraphQL request posted as JSON with a declared length is read and parsed by the transport before the
+ * GraphQL server sees it; one sent chunked (no declared length) is read by the GraphQL server itself, as
+ * before. Whatever the body, both framings get the same answer.
+ */
+describe.each(backendNames)('GraphQL bodies read by the transport (%s)', (backend) => {
+  let api: TestApi;
+  let server: Listening;
+  let key = '';
+
+  beforeAll(async () => {
+    api = await openTestApi(backend);
+    server = await listen(api.server);
+    key = await api.keyFor();
+  });
+  afterAll(async () => {
+    await server?.close();
+    await api?.dispose();
+  });
+
+  /** The answer to a body sent with Content-Length, or chunked (a stream of unknown length). */
+  async function post(body: string, framing: 'declared' | 'chunked', path = '/graphql') {
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+    const response = await fetch(
+      `${server.base}${path}`,
+      framing === 'declared'
+        ? { method: 'POST', headers, body }
+        : ({
+            method: 'POST',
+            headers,
+            body: new ReadableStream({
+              start(controller) {
+                controller.enqueue(new TextEncoder().encode(body));
+                controller.close();
+              },
+            }),
+            duplex: 'half',
+          } as RequestInit),
+    );
+    return { status: response.status, body: await response.text() };
+  }
+
+  const QUERY = JSON.stringify({ query: '{ runs(first: 1) { edges { cursor } } }' });
+  it.each([
+    ['a query', QUERY],
+    [
+      'a mutation with variables',
+      JSON.stringify({
+        query: 'mutation ($c: String!) { startRun(input: { configuration: $c }) { __typename } }',
+        variables: { c: 'json-bodies' },
+      }),
+    ],
+    ['an empty object', '{}'],
+    ['an array', '[]'],
+    ['null', 'null'],
+    ['a number', '42'],
+    ['malformed JSON', '{"query": '],
+    ['an empty body', ''],
+    ['a query with an unknown field', JSON.stringify({ query: '{ nothing }' })],
+    ['variables that are not an object', JSON.stringify({ query: '{ __typename }', variables: 'x' })],
+  ])('answers %s the same, its length declared or not', async (_name, body) => {
+    const declared = await post(body, 'declared');
+    const chunked = await post(body, 'chunked');
+    // A run started twice has two ids: compare what does not differ between them.
+    const shape = (answer: { status: number; body: string }) => ({
+      status: answer.status,
+      body: answer.body.replace(/"[0-9a-f-]{36}"/g, '"<uuid>"'),
+    });
+    expect(shape(declared)).toEqual(shape(chunked));
+  });
+
+  it('stores what a recording request sent with a declared length says, as one sent chunked', async () => {
+    const before = await api.database.handle.db.$count(runs);
+    const start = JSON.stringify({
+      query: 'mutation { startRun(input: { configuration: "json-bodies-count" }) { __typename } }',
+    });
+    expect((await post(start, 'declared')).body).toContain('StartRunSuccess');
+    expect((await post(start, 'chunked')).body).toContain('StartRunSuccess');
+    expect(await api.database.handle.db.$count(runs)).toBe(before + 2);
+  });
+
+  it('leaves a body posted elsewhere to its handler, answered the same either way', async () => {
+    const empty = JSON.stringify({ resourceSpans: [] });
+    const declared = await post(empty, 'declared', '/v1/traces');
+    expect(declared.status).toBe(200);
+    expect(await post(empty, 'chunked', '/v1/traces')).toEqual(declared);
+  });
+});
