@@ -55,7 +55,7 @@ export interface ServerOptions {
   events?: RunEvents;
   /** The built web viewer served at `/` (its files and its operations' manifest); default: dist/web. */
   viewer?: string;
-  /** Queries run as code compiled once per document (compiled-queries.ts); default: on. Off: graphql-js runs them. */
+  /** Queries and mutations run as code compiled once per document (compiled-queries.ts); default: on. Off: graphql-js runs them. */
   compiledQueries?: boolean;
   /** Re-reads the keys that streams and waits hold, and ends those of a revoked key; default: one of this server's. */
   keys?: KeyWatch;
@@ -149,7 +149,7 @@ export function createServer({
         : []),
       ...protectionPlugins(production),
       useStableErrorCodes(production),
-      // Queries run as code compiled once per document; the rest as before.
+      // Queries and mutations run as code compiled once per document; subscriptions as before.
       ...(compiledQueries ? [useCompiledQueries()] : []),
       useReadinessCheck({ endpoint: '/ready', check: () => handle.ping() }),
     ],

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runSteps } from '../../drizzle/schema.ts';
 import { ToolResult } from '../../src/domain/tool-result.ts';
 import { appendSteps } from '../../src/ledger/record-steps.ts';
 import { createRun } from '../../src/ledger/start-run.ts';
@@ -145,5 +146,75 @@ describe.each(backendNames)('compiled queries answer as graphql-js does (%s)', (
     expect(compiled).toEqual(interpreted);
     // Twice: the second request runs the code compiled by the first.
     expect((await both(body()))[0]).toEqual(interpreted);
+  });
+
+  /** What a recording answers, but whether it was a replay (the first of two with one key is not). */
+  const RECORDED = `__typename ... on RecordedStepsSuccess { data { run { uuid rounds } steps {
+    sequence kind toolName outcome isError durationMs metadata payload } } } ... on Error { code message }`;
+  const STEP = { kind: 'TOOL', round: 1, durationMs: 12, toolName: 'read', server: 'fs', content: 'fine' };
+
+  // Mutations: both servers are asked at once, so requests that write carry a retry key: one of the
+  // two writes, the other is answered as a replay of it, and a replay answers what was stored.
+  it.each([
+    [
+      'a batch of steps, retried with its key',
+      () => ({
+        query: `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { ${RECORDED} } }`,
+        variables: { input: { runUuid: uuid, idempotencyKey: 'compiled-batch', steps: [STEP, STEP] } },
+      }),
+    ],
+    [
+      'two recordings in one operation, run in order',
+      () => ({
+        query: `mutation ($a: RecordToolExecutionInput!, $b: RecordToolExecutionInput!) {
+                  a: recordToolExecution(input: $a) { ${RECORDED} }
+                  b: recordToolExecution(input: $b) { ${RECORDED} } }`,
+        variables: Object.fromEntries(
+          ['a', 'b'].map((name) => [
+            name,
+            {
+              runUuid: uuid,
+              idempotencyKey: `compiled-${name}`,
+              round: 1,
+              durationMs: 3,
+              toolName: name,
+              server: 'fs',
+              result: name,
+              isError: name === 'b',
+            },
+          ]),
+        ),
+      }),
+    ],
+    [
+      'a recording to a run of another owner (not found, nothing written)',
+      () => ({
+        query: `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { ${RECORDED} } }`,
+        variables: { input: { runUuid: otherUuid, steps: [STEP] } },
+      }),
+    ],
+    [
+      'a step of a kind that does not exist (refused before anything runs)',
+      () => ({
+        query: `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { ${RECORDED} } }`,
+        variables: { input: { runUuid: uuid, steps: [{ ...STEP, kind: 'NOPE' }] } },
+      }),
+    ],
+    [
+      'a required field left out of a step',
+      () => ({
+        query: `mutation ($input: RecordStepsInput!) { recordSteps(input: $input) { ${RECORDED} } }`,
+        variables: { input: { runUuid: uuid, steps: [{ kind: 'TOOL' }] } },
+      }),
+    ],
+  ])('mutations: %s', async (_name, body) => {
+    const steps = () => api.database.handle.db.$count(runSteps);
+    const [compiled, interpreted] = await both(body());
+    expect(compiled).toEqual(interpreted);
+    const stored = await steps();
+    expect(stored).toBeGreaterThan(0);
+    expect((await both(body()))[0]).toEqual(interpreted);
+    // Asked again, each is a replay or a refusal: nothing more is stored.
+    expect(await steps()).toBe(stored);
   });
 });
