@@ -25,6 +25,7 @@ import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { type McpSettings, mcpSettingsFromEnv } from './mcp/settings.ts';
 import { OTLP_TRACES_PATH } from './otlp/path.ts';
+import { GRAPHQL_PATH } from './transport.ts';
 import { createViewerHandler, viewerDirectory, viewerDocuments } from './viewer.ts';
 
 export interface ServerOptions {
@@ -114,6 +115,8 @@ export function createServer({
   const registered = mergeTrustedDocuments(trustedDocuments ?? new Map(), viewerDocuments(viewer));
   return createYoga<Record<string, never>, Context>({
     schema,
+    // The path whose JSON bodies the transport reads first.
+    graphqlEndpoint: GRAPHQL_PATH,
     // GraphiQL and every asset of it from this service (no CDN), with the key's header to fill in.
     graphiql: withGraphiQL ? GRAPHIQL_OPTIONS : false,
     renderGraphiQL: renderGraphiQLPage,

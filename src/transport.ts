@@ -174,6 +174,8 @@ function readingJsonBodies(listener: RequestListener): RequestListener {
       !DECLARED_LENGTH.test(length) ||
       Number(length) > RequestLimits.maxBodyBytes ||
       !request.headers['content-type']?.includes('application/json') ||
+      // A compressed body is the GraphQL server's to decompress.
+      (request.headers['content-encoding'] ?? 'identity') !== 'identity' ||
       (request.url !== GRAPHQL_PATH && !request.url?.startsWith(`${GRAPHQL_PATH}?`))
     ) {
       listener(request, response);

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
@@ -25,18 +26,23 @@ describe.each(backendNames)('GraphQL bodies read by the transport (%s)', (backen
   });
 
   /** The answer to a body sent with Content-Length, or chunked (a stream of unknown length). */
-  async function post(body: string, framing: 'declared' | 'chunked', path = '/graphql') {
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  async function post(
+    body: string | Uint8Array,
+    framing: 'declared' | 'chunked',
+    path = '/graphql',
+    extra: Record<string, string> = {},
+  ) {
+    const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}`, ...extra };
     const response = await fetch(
       `${server.base}${path}`,
       framing === 'declared'
-        ? { method: 'POST', headers, body }
+        ? { method: 'POST', headers, body: body as BodyInit }
         : ({
             method: 'POST',
             headers,
             body: new ReadableStream({
               start(controller) {
-                controller.enqueue(new TextEncoder().encode(body));
+                controller.enqueue(typeof body === 'string' ? new TextEncoder().encode(body) : body);
                 controller.close();
               },
             }),
@@ -83,6 +89,12 @@ describe.each(backendNames)('GraphQL bodies read by the transport (%s)', (backen
     expect((await post(start, 'declared')).body).toContain('StartRunSuccess');
     expect((await post(start, 'chunked')).body).toContain('StartRunSuccess');
     expect(await api.database.handle.db.$count(runs)).toBe(before + 2);
+  });
+
+  it('leaves a compressed body to the GraphQL server (which takes none), answered the same either way', async () => {
+    const gzipped = gzipSync(QUERY);
+    const declared = await post(gzipped, 'declared', '/graphql', { 'content-encoding': 'gzip' });
+    expect(await post(gzipped, 'chunked', '/graphql', { 'content-encoding': 'gzip' })).toEqual(declared);
   });
 
   it('leaves a body posted elsewhere to its handler, answered the same either way', async () => {
