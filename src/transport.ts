@@ -162,7 +162,7 @@ const DECLARED_LENGTH = /^\d+$/;
  * graphql-yoga takes as the parsed body): otherwise each request's body went through a web stream, a
  * TransformStream that counts its bytes, a stream pipeline and a second Request, about a tenth of a
  * recording request's CPU. Nothing else changes: a body of no declared length, over the limit or
- * compressed, a request for an event stream, and every other request go on untouched (the GraphQL server
+ * compressed, and every other request go on untouched (the GraphQL server
  * counts and refuses them as before), and a body that is not a JSON object is handed on as its bytes,
  * for the GraphQL server's own answer to it.
  */
@@ -177,9 +177,6 @@ function readingJsonBodies(listener: RequestListener): RequestListener {
       !request.headers['content-type']?.includes('application/json') ||
       // A compressed body is the GraphQL server's to decompress.
       (request.headers['content-encoding'] ?? 'identity') !== 'identity' ||
-      // An event stream (a subscription, held open) stays the GraphQL server's to read: read here, the
-      // hostile-client tests of a revoked key's stream and of the waits of one key failed.
-      request.headers.accept?.includes('text/event-stream') ||
       (request.url !== GRAPHQL_PATH && !request.url?.startsWith(`${GRAPHQL_PATH}?`))
     ) {
       listener(request, response);
