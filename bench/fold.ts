@@ -1,7 +1,9 @@
 import os from 'node:os';
 import pg from 'pg';
 import { openDatabase } from '../src/db/connection.ts';
-import { pendingToolCallChanges } from '../src/db/tool-call-changes.ts';
+import { addFunctionSql, tablesOfRollup } from '../src/db/rollup-sql.ts';
+import { FOLD_BULK_BATCH_CHANGES, pendingToolCallChanges } from '../src/db/tool-call-changes.ts';
+import { OUTCOME_ROLLUPS } from '../src/domain/outcome-rollups.ts';
 import { foldEverything } from '../src/ledger/stats-folder.ts';
 import { benchKey, freshDatabase, graphql, load, quantile, startService, table } from './support.ts';
 
@@ -15,7 +17,8 @@ import { benchKey, freshDatabase, graphql, load, quantile, startService, table }
  * changes written with no service running (plain inserts, the trigger
  * appending their changes), then folded by the same function the service
  * runs, batch after batch, against the rate at which the API records in
- * batches of 100 (measured in the same run). Two backlogs: `few keys` (40
+ * batches of 100 (measured in the same run); then what each rollup costs of
+ * a batch of the many-keys backlog (foldCostByRollup). Two backlogs: `few keys` (40
  * runs of 10 owners and 4 configurations, 20 tools on 5 servers, 30 days, a
  * statement of 100 steps of one run and hour at a time, as the API writes
  * them) and `many keys` (12 owners, 30 configurations, 50 servers, 400
@@ -70,9 +73,102 @@ export async function benchFold(): Promise<void> {
       });
     }
     table(rows);
+    table(await foldCostByRollup(pool));
   } finally {
     await pool.end();
   }
+}
+
+/**
+ * What each rollup costs the fold, on the many-keys backlog once folded: one
+ * more batch of FOLD_BULK_BATCH_CHANGES calls, its cells added to each rollup
+ * alone (the fold's own statements for that rollup, made from the catalogue)
+ * in a transaction rolled back, the median of three; with the rows that
+ * writes (inserted or updated, its table of histograms included) per call.
+ * The rollups that write about a row a call are what the fold's rate on many
+ * keys is made of.
+ */
+async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, string | number>>> {
+  const calls = FOLD_BULK_BATCH_CHANGES;
+  const { rows: runs } = await pool.query<{ id: string }>(
+    `SELECT min(id)::text AS id FROM runs WHERE owner LIKE 'owner\\_%'`,
+  );
+  await writeManyKeys(pool, Number(runs[0]?.id), 2_000_000, calls);
+  const client = await pool.connect();
+  const results: Array<Record<string, string | number>> = [];
+  const perCall = (value: number) => Number((value / calls).toFixed(2));
+  try {
+    await client.query(
+      `CREATE TEMP TABLE fold_batch AS
+       SELECT array_agg(ROW(hour, owner, configuration, server, tool_name, b, ok, failed, cancelled)::tool_call_cell) AS cells
+         FROM (SELECT hour, owner, configuration, server, tool_name, b,
+                      sum(ok)::bigint AS ok, sum(failed)::bigint AS failed, sum(cancelled)::bigint AS cancelled
+                 FROM tool_call_changes GROUP BY 1, 2, 3, 4, 5, 6) AS summed`,
+    );
+    // The function of no rollup: the batch summed per day and per week, which every rollup's own
+    // function does first and the fold once (taken from each rollup's time, counted once in the total).
+    const timed = async (name: string, rounds: number, each?: () => Promise<number>) => {
+      const times: number[] = [];
+      let written = 0;
+      for (let round = 0; round < rounds; round += 1) {
+        await client.query('BEGIN');
+        const before = (await each?.()) ?? 0;
+        const started = performance.now();
+        await client.query(`SELECT ${name}(cells) FROM fold_batch`);
+        times.push(performance.now() - started);
+        written = ((await each?.()) ?? 0) - before;
+        await client.query('ROLLBACK');
+      }
+      return {
+        ms: quantile(
+          times.sort((a, b) => a - b),
+          0.5,
+        ),
+        written,
+      };
+    };
+    await client.query(addFunctionSql([], 'pg_temp.fold_cost_none'));
+    const shared = (await timed('pg_temp.fold_cost_none', 5)).ms;
+    results.push({
+      rollup: 'the batch summed per day and per week',
+      'rows written a call': 0,
+      [`ms for ${calls} calls`]: Number(shared.toFixed(1)),
+      'µs a call': perCall(shared * 1000),
+    });
+    let [totalMs, totalRows] = [shared, 0];
+    for (const [i, rollup] of OUTCOME_ROLLUPS.entries()) {
+      await client.query(addFunctionSql([rollup], `pg_temp.fold_cost_${i}`));
+      // The rows its tables took in this transaction: read before and after, as the counts a backend has
+      // not reported yet include its earlier transactions'.
+      const rowsTaken = async () => {
+        const { rows } = await client.query<{ n: string }>(
+          `SELECT coalesce(sum(n_tup_ins + n_tup_upd), 0)::text AS n FROM pg_stat_xact_user_tables WHERE relname = ANY($1)`,
+          [tablesOfRollup(rollup)],
+        );
+        return Number(rows[0]?.n);
+      };
+      const { ms: withShared, written } = await timed(`pg_temp.fold_cost_${i}`, 3, rowsTaken);
+      const ms = Math.max(0, withShared - shared);
+      totalMs += ms;
+      totalRows += written;
+      results.push({
+        rollup: rollup.name,
+        'rows written a call': perCall(written),
+        [`ms for ${calls} calls`]: Number(ms.toFixed(1)),
+        'µs a call': perCall(ms * 1000),
+      });
+    }
+    results.push({
+      rollup: 'every rollup',
+      'rows written a call': perCall(totalRows),
+      [`ms for ${calls} calls`]: Number(totalMs.toFixed(1)),
+      'µs a call': perCall(totalMs * 1000),
+    });
+  } finally {
+    await client.query('DROP TABLE IF EXISTS fold_batch').catch(() => undefined);
+    client.release();
+  }
+  return results;
 }
 
 async function lagWhileRecording(
@@ -162,6 +258,30 @@ interface Backlog {
   write: (pool: pg.Pool) => Promise<void>;
 }
 
+/** The runs of the many-keys backlog: 12 owners, 30 configurations; the first one's id. */
+async function manyKeysRuns(pool: pg.Pool): Promise<number> {
+  const { rows } = await pool.query<{ id: string }>(
+    `INSERT INTO runs (uuid, owner, configuration, status)
+     SELECT gen_random_uuid(), 'owner_' || (g % 12), 'config_' || (g % 30), 'running'
+       FROM generate_series(0, 359) AS g RETURNING id`,
+  );
+  return Math.min(...rows.map((row) => Number(row.id)));
+}
+
+/** `count` calls of the many-keys backlog, from step `offset` on: one statement, as a bulk load writes them. */
+async function writeManyKeys(pool: pg.Pool, firstRun: number, offset: number, count: number): Promise<void> {
+  // Every call of its own run, tool and minute over 90 days: a bulk load of history.
+  await pool.query(
+    `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
+     SELECT $1 + (h % 360), $2 + g, 'tool', 1, h % 5000, now() - ((h / 7) % (90 * 24 * 60)) * interval '1 minute',
+            'tool_' || (t % 400), 'server_' || (t % 50), h % 9 = 0 OR h % 13 = 0,
+            CASE WHEN h % 9 = 0 THEN 'failed' WHEN h % 13 = 0 THEN 'cancelled' ELSE 'ok' END
+       FROM generate_series(1, ${count}) AS g,
+            LATERAL (SELECT abs(hashint4($2 + g)) AS h, abs(hashint4(($2 + g) * 31 + 7)) AS t) AS x`,
+    [firstRun, offset],
+  );
+}
+
 const BACKLOGS: Backlog[] = [
   {
     name: 'few keys',
@@ -188,25 +308,10 @@ const BACKLOGS: Backlog[] = [
   {
     name: 'many keys',
     async write(pool) {
-      const { rows } = await pool.query<{ id: string }>(
-        `INSERT INTO runs (uuid, owner, configuration, status)
-         SELECT gen_random_uuid(), 'owner_' || (g % 12), 'config_' || (g % 30), 'running'
-           FROM generate_series(0, 359) AS g RETURNING id`,
-      );
-      const first = Math.min(...rows.map((row) => Number(row.id)));
+      const first = await manyKeysRuns(pool);
       const perStatement = 20_000;
-      for (let done = 0; done < BACKLOG; done += perStatement) {
-        // Every call of its own run, tool and minute over 90 days: a bulk load of history.
-        await pool.query(
-          `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome)
-           SELECT $1 + (h % 360), $2 + g, 'tool', 1, h % 5000, now() - ((h / 7) % (90 * 24 * 60)) * interval '1 minute',
-                  'tool_' || (t % 400), 'server_' || (t % 50), h % 9 = 0 OR h % 13 = 0,
-                  CASE WHEN h % 9 = 0 THEN 'failed' WHEN h % 13 = 0 THEN 'cancelled' ELSE 'ok' END
-             FROM generate_series(1, ${Math.min(perStatement, BACKLOG - done)}) AS g,
-                  LATERAL (SELECT abs(hashint4($2 + g)) AS h, abs(hashint4(($2 + g) * 31 + 7)) AS t) AS x`,
-          [first, 1_000_000 + done],
-        );
-      }
+      for (let done = 0; done < BACKLOG; done += perStatement)
+        await writeManyKeys(pool, first, 1_000_000 + done, Math.min(perStatement, BACKLOG - done));
     },
   },
 ];

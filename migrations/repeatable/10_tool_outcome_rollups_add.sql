@@ -3,16 +3,31 @@
 -- INSERT ... ON CONFLICT per table, the batch's cells summed per row first.
 CREATE OR REPLACE FUNCTION tool_outcome_rollups_add(cells tool_call_cell[]) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+  day_cells tool_call_cell[];
+  week_cells tool_call_cell[];
 BEGIN
   IF cells IS NULL OR cardinality(cells) = 0 THEN
     RETURN;
   END IF;
+  -- Summed once per day and per week, not by each rollup of those units: a batch of few keys holds
+  -- a key's calls of many hours.
+  day_cells := ARRAY(
+    SELECT ROW(date_trunc('day', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b,
+               sum(c.ok)::bigint, sum(c.failed)::bigint, sum(c.cancelled)::bigint)::tool_call_cell
+      FROM unnest(cells) AS c
+     GROUP BY date_trunc('day', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b);
+  week_cells := ARRAY(
+    SELECT ROW(date_trunc('week', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b,
+               sum(c.ok)::bigint, sum(c.failed)::bigint, sum(c.cancelled)::bigint)::tool_call_cell
+      FROM unnest(day_cells) AS c
+     GROUP BY date_trunc('week', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b);
 
   INSERT INTO stats_server_daily (day, server, ok, failed, cancelled, durations)
   SELECT day, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(day_cells) AS c
        GROUP BY 1, 2, 3
     ) AS by_bucket
    GROUP BY day, server
@@ -27,7 +42,7 @@ BEGIN
   SELECT day, server, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.server, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(day_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY day, server, tool_name
@@ -42,7 +57,7 @@ BEGIN
   SELECT day, owner, configuration, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(day_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY day, owner, configuration
@@ -57,7 +72,7 @@ BEGIN
   SELECT day, owner, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(day_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY day, owner, tool_name
@@ -72,7 +87,7 @@ BEGIN
   SELECT day, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(day_cells) AS c
        GROUP BY 1, 2, 3, 4, 5
     ) AS by_bucket
    GROUP BY day, owner, configuration, server
@@ -85,7 +100,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_server_tool_daily (day, owner, configuration, server, tool_name, ok, failed, cancelled)
   SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.server, c.tool_name, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(day_cells) AS c
    GROUP BY 1, 2, 3, 4, 5
    ORDER BY 1, 2, 3, 4, 5
   ON CONFLICT (day, owner, configuration, server, tool_name) DO UPDATE SET
@@ -95,7 +110,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_server_tool_daily_durations (day, owner, configuration, server, tool_name, duration_bucket, calls)
   SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.server, c.tool_name, c.b::smallint, sum(c.ok + c.failed + c.cancelled)::bigint
-    FROM unnest(cells) AS c
+    FROM unnest(day_cells) AS c
    GROUP BY 1, 2, 3, 4, 5, 6
   HAVING sum(c.ok + c.failed + c.cancelled)::bigint <> 0
    ORDER BY 1, 2, 3, 4, 5, 6
@@ -155,7 +170,7 @@ BEGIN
   SELECT week, owner, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3
     ) AS by_bucket
    GROUP BY week, owner
@@ -170,7 +185,7 @@ BEGIN
   SELECT week, server, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.server, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, server, tool_name
@@ -185,7 +200,7 @@ BEGIN
   SELECT week, owner, configuration, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, owner, configuration
@@ -200,7 +215,7 @@ BEGIN
   SELECT week, owner, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, owner, server
@@ -215,7 +230,7 @@ BEGIN
   SELECT week, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, configuration, server
@@ -230,7 +245,7 @@ BEGIN
   SELECT week, owner, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, owner, tool_name
@@ -245,7 +260,7 @@ BEGIN
   SELECT week, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4, 5
     ) AS by_bucket
    GROUP BY week, owner, configuration, server
@@ -260,7 +275,7 @@ BEGIN
   SELECT week, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.configuration, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4
     ) AS by_bucket
    GROUP BY week, configuration, tool_name
@@ -275,7 +290,7 @@ BEGIN
   SELECT week, owner, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4, 5
     ) AS by_bucket
    GROUP BY week, owner, configuration, tool_name
@@ -288,7 +303,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_server_tool_weekly (week, owner, configuration, server, tool_name, ok, failed, cancelled)
   SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.server, c.tool_name, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3, 4, 5
    ORDER BY 1, 2, 3, 4, 5
   ON CONFLICT (week, owner, configuration, server, tool_name) DO UPDATE SET
@@ -298,7 +313,7 @@ BEGIN
 
   INSERT INTO stats_configuration_server_all_time (configuration, server, ok, failed, cancelled)
   SELECT c.configuration, c.server, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2
    ORDER BY 1, 2
   ON CONFLICT (configuration, server) DO UPDATE SET
@@ -308,7 +323,7 @@ BEGIN
 
   INSERT INTO stats_owner_server_all_time (owner, server, ok, failed, cancelled)
   SELECT c.owner, c.server, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2
    ORDER BY 1, 2
   ON CONFLICT (owner, server) DO UPDATE SET
@@ -318,7 +333,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_tool_all_time (owner, configuration, tool_name, ok, failed, cancelled)
   SELECT c.owner, c.configuration, c.tool_name, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3
    ORDER BY 1, 2, 3
   ON CONFLICT (owner, configuration, tool_name) DO UPDATE SET
@@ -328,7 +343,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_server_all_time (owner, configuration, server, ok, failed, cancelled)
   SELECT c.owner, c.configuration, c.server, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3
    ORDER BY 1, 2, 3
   ON CONFLICT (owner, configuration, server) DO UPDATE SET
@@ -338,7 +353,7 @@ BEGIN
 
   INSERT INTO stats_configuration_server_tool_all_time (server, tool_name, configuration, ok, failed, cancelled)
   SELECT c.server, c.tool_name, c.configuration, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3
    ORDER BY 1, 2, 3
   ON CONFLICT (server, tool_name, configuration) DO UPDATE SET
@@ -348,7 +363,7 @@ BEGIN
 
   INSERT INTO stats_owner_server_tool_all_time (server, tool_name, owner, ok, failed, cancelled)
   SELECT c.server, c.tool_name, c.owner, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3
    ORDER BY 1, 2, 3
   ON CONFLICT (server, tool_name, owner) DO UPDATE SET
@@ -358,7 +373,7 @@ BEGIN
 
   INSERT INTO stats_owner_configuration_server_tool_all_time (server, tool_name, owner, configuration, ok, failed, cancelled)
   SELECT c.server, c.tool_name, c.owner, c.configuration, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled
-    FROM unnest(cells) AS c
+    FROM unnest(week_cells) AS c
    GROUP BY 1, 2, 3, 4
    ORDER BY 1, 2, 3, 4
   ON CONFLICT (server, tool_name, owner, configuration) DO UPDATE SET
@@ -370,7 +385,7 @@ BEGIN
   SELECT server, tool_name, owner, configuration, tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT c.server, c.tool_name, c.owner, c.configuration, c.b, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(week_cells) AS c
        GROUP BY 1, 2, 3, 4, 5
     ) AS by_bucket
    GROUP BY server, tool_name, owner, configuration

@@ -196,9 +196,31 @@ const addCounts = (table: string) =>
 const addHistogram = (table: string) =>
   `durations = tool_duration_histogram_add(${table}.durations, excluded.durations)`;
 
+/**
+ * The batch's cells a rollup's statements read: the hours' own for an hourly
+ * rollup, else the batch summed per UTC day, or per week for a weekly one and
+ * one of all time (each cell's hour then holds the start of its day or week,
+ * which the day's and week's expressions of a cell take as any hour of it).
+ */
+const CELLS_OF: Readonly<Record<RollupSpan, string>> = {
+  hour: 'cells',
+  day: 'day_cells',
+  week: 'week_cells',
+  all: 'week_cells',
+};
+
+/** The cells summed per unit: each cell's hour set to its unit's start, its calls summed per key and duration bucket. */
+const cellsPer = (unit: 'day' | 'week', from: string) =>
+  `ARRAY(
+    SELECT ROW(date_trunc('${unit}', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b,
+               sum(c.ok)::bigint, sum(c.failed)::bigint, sum(c.cancelled)::bigint)::tool_call_cell
+      FROM unnest(${from}) AS c
+     GROUP BY date_trunc('${unit}', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b)`;
+
 /** The statements that add a batch's cells to one rollup: one INSERT ... ON CONFLICT per table. */
 function addStatements(rollup: RollupDefinition): string[] {
   const table = rollupTable(rollup);
+  const cells = CELLS_OF[rollup.grain];
   const key = keyColumns(rollup);
   const keyList = key.join(', ');
   const cellKey = keyOfCell(rollup).join(', ');
@@ -210,7 +232,7 @@ function addStatements(rollup: RollupDefinition): string[] {
   SELECT ${keyList}, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT ${cellKey}, c.b, ${sums}, ${CALLS} AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(${cells}) AS c
        GROUP BY ${positions(n + 1)}
     ) AS by_bucket
    GROUP BY ${keyList}
@@ -221,7 +243,7 @@ function addStatements(rollup: RollupDefinition): string[] {
   } else {
     statements.push(`INSERT INTO ${table} (${keyList}, ok, failed, cancelled)
   SELECT ${cellKey}, ${sums}
-    FROM unnest(cells) AS c
+    FROM unnest(${cells}) AS c
    GROUP BY ${positions(n)}
    ORDER BY ${positions(n)}
   ON CONFLICT (${keyList}) DO UPDATE SET
@@ -232,7 +254,7 @@ function addStatements(rollup: RollupDefinition): string[] {
     // A zero sum changes no row: none is written for it.
     statements.push(`INSERT INTO ${durations} (${keyList}, duration_bucket, calls)
   SELECT ${cellKey}, c.b::smallint, ${CALLS}
-    FROM unnest(cells) AS c
+    FROM unnest(${cells}) AS c
    GROUP BY ${positions(n + 1)}
   HAVING ${CALLS} <> 0
    ORDER BY ${positions(n + 1)}
@@ -243,7 +265,7 @@ function addStatements(rollup: RollupDefinition): string[] {
   SELECT ${keyList}, tool_duration_histogram(array_agg(b), array_agg(calls))
     FROM (
       SELECT ${cellKey}, c.b, ${CALLS} AS calls
-        FROM unnest(cells) AS c
+        FROM unnest(${cells}) AS c
        GROUP BY ${positions(n + 1)}
     ) AS by_bucket
    GROUP BY ${keyList}
@@ -257,8 +279,11 @@ function addStatements(rollup: RollupDefinition): string[] {
 const GENERATED =
   '-- Made from the rollup catalogue (src/domain/outcome-rollups.ts) by `npm run rollups:write`: do not edit.';
 
-/** Adds a batch of cells (calls per hour, key and duration bucket, signed) to every rollup. */
-export function addFunctionSql(rollups: readonly RollupDefinition[] = OUTCOME_ROLLUPS): string {
+/** Adds a batch of cells (calls per hour, key and duration bucket, signed) to every rollup (or those given, by a function of that name). */
+export function addFunctionSql(
+  rollups: readonly RollupDefinition[] = OUTCOME_ROLLUPS,
+  name = 'tool_outcome_rollups_add',
+): string {
   const body = rollups
     .flatMap(addStatements)
     .map((statement) => `  ${statement}`)
@@ -266,12 +291,19 @@ export function addFunctionSql(rollups: readonly RollupDefinition[] = OUTCOME_RO
   return `${GENERATED}
 -- Adds a batch of cells (signed calls per hour, key and duration bucket) to every rollup: one
 -- INSERT ... ON CONFLICT per table, the batch's cells summed per row first.
-CREATE OR REPLACE FUNCTION tool_outcome_rollups_add(cells tool_call_cell[]) RETURNS void
+CREATE OR REPLACE FUNCTION ${name}(cells tool_call_cell[]) RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+  day_cells tool_call_cell[];
+  week_cells tool_call_cell[];
 BEGIN
   IF cells IS NULL OR cardinality(cells) = 0 THEN
     RETURN;
   END IF;
+  -- Summed once per day and per week, not by each rollup of those units: a batch of few keys holds
+  -- a key's calls of many hours.
+  day_cells := ${cellsPer('day', 'cells')};
+  week_cells := ${cellsPer('week', 'day_cells')};
 
 ${body}
 END;
