@@ -17,6 +17,8 @@ import { benchKey, freshDatabase, startService, table, timed, withoutTriggers } 
  * inserts with the triggers on (the statistics' change log). The ratio is what decoding,
  * mapping, the evidence rule, the checks, the lock and the exactly-once
  * bookkeeping cost on top of the database.
+ *
+ * BENCH_CPU_PROF=DIR: a CPU profile of the service (otlp.cpuprofile).
  */
 const TRACES = Number(process.env.BENCH_OTLP_TRACES ?? 400);
 const TOOL_SPANS = 48;
@@ -127,7 +129,11 @@ export async function benchOtlp(): Promise<void> {
   console.log(`\n## OTLP ingestion: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);
   const url = await freshDatabase('runledger_bench_otlp');
   const key = await benchKey(url);
-  const service = await startService(url);
+  const service = await startService(url, {
+    nodeArgs: process.env.BENCH_CPU_PROF
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`, '--cpu-prof-name=otlp.cpuprofile']
+      : [],
+  });
   const endpoint = `${new URL(service.url).origin}/v1/traces`;
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY });
   try {

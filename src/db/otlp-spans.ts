@@ -1,4 +1,4 @@
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
 import { otlpSpans, runs } from '../../drizzle/schema.ts';
 import { type Database, selectRows } from './connection.ts';
 import type { Transaction } from './run-writes.ts';
@@ -33,23 +33,54 @@ export interface ArrivingCall {
 const bigintArray = (values: readonly bigint[]) => `{${values.join(',')}}`;
 
 /**
- * The arriving call spans whose call an earlier request already recorded as a
- * step, as `traceId/spanId`: an MCP request whose tool span (its parent) is a
- * stored step; a tool span whose MCP request (its child) is one; and the two
- * spans of one call recorded apart (OpenLLMetry's MCP request under its
- * session span): the same tool in the same trace, the MCP request within the
- * tool span's time. Each by an index: the nearest candidate in start time,
- * never a scan of the trace.
+ * What a locked run already holds of a group of spans arriving for it, in one
+ * statement: read after the run's lock is taken, in a statement of its own,
+ * so a retry racing the first delivery sees what that one committed (a
+ * statement that waited for the lock sees the snapshot it started with).
+ * - `stored`: which of the spans the sender has sent before, as `traceId/spanId`;
+ * - `recordedApart`: the arriving call spans whose call an earlier request
+ *   already recorded as a step: an MCP request whose tool span (its parent)
+ *   is a stored step; a tool span whose MCP request (its child) is one; and
+ *   the two spans of one call recorded apart (OpenLLMetry's MCP request under
+ *   its session span): the same tool in the same trace, the MCP request within
+ *   the tool span's time. Each by an index: the nearest candidate in start
+ *   time, never a scan of the trace;
+ * - `lastSequence`: the run's last stored step.
  */
-export async function callsRecordedApart(
+export async function heldOfArriving(
   tx: Transaction,
   owner: string,
+  runId: number,
+  spans: ReadonlyArray<{ traceId: string; spanId: string }>,
   calls: readonly ArrivingCall[],
-): Promise<Set<string>> {
-  if (calls.length === 0) return new Set();
-  const rows = await selectRows<{ key: string }>(
+): Promise<{ stored: Set<string>; recordedApart: Set<string>; lastSequence: number }> {
+  const parts = [
+    sql`select 'last' as what, coalesce(max(sequence), 0)::text as key from run_steps where run_id = ${runId}`,
+  ];
+  if (spans.length > 0) {
+    const traceIds = [...new Set(spans.map((s) => s.traceId))];
+    const spanIds = [...new Set(spans.map((s) => s.spanId))];
+    // Each list as one array parameter: 10,000 spans are two parameters, not 10,000 to build and send.
+    parts.push(sql`select 'stored', trace_id || '/' || span_id from otlp_spans
+                    where owner = ${owner} and trace_id = any(${textArrayLiteral(traceIds)}::text[])
+                      and span_id = any(${textArrayLiteral(spanIds)}::text[])`);
+  }
+  if (calls.length > 0) parts.push(sql`(${recordedApartSql(owner, calls)})`);
+  const rows = await selectRows<{ what: 'last' | 'stored' | 'apart'; key: string }>(
     tx,
-    sql`
+    sql.join(parts, sql` union all `),
+  );
+  const held = { stored: new Set<string>(), recordedApart: new Set<string>(), lastSequence: 0 };
+  for (const { what, key } of rows) {
+    if (what === 'last') held.lastSequence = Number(key);
+    else (what === 'stored' ? held.stored : held.recordedApart).add(key);
+  }
+  return held;
+}
+
+/** The statement of heldOfArriving's `recordedApart`: each arriving call span of those that qualify, `apart` and its key. */
+function recordedApartSql(owner: string, calls: readonly ArrivingCall[]) {
+  return sql`
     with x(t, s, r, p, n, b, e) as (
       select * from unnest(${textArrayLiteral(calls.map((c) => c.traceId))}::text[],
                            ${textArrayLiteral(calls.map((c) => c.spanId))}::text[],
@@ -58,7 +89,7 @@ export async function callsRecordedApart(
                            ${textArrayLiteral(calls.map((c) => c.toolName))}::text[],
                            ${bigintArray(calls.map((c) => c.startUnixNano))}::bigint[],
                            ${bigintArray(calls.map((c) => c.endUnixNano))}::bigint[]))
-    select x.t || '/' || x.s as key from x
+    select 'apart', x.t || '/' || x.s from x
      where (x.r = 'mcp_call' and exists (
               select 1 from otlp_spans o
                where o.owner = ${owner} and o.trace_id = x.t and o.span_id = x.p
@@ -78,9 +109,7 @@ export async function callsRecordedApart(
                               where o.owner = ${owner} and o.trace_id = x.t and o.tool_name = x.n
                                 and o.call_role = 'tool' and o.started_unix_nano <= x.b
                               order by o.started_unix_nano desc limit 1) last_call
-               where last_call.ended_unix_nano >= x.e and last_call.sequence is not null))`,
-  );
-  return new Set(rows.map((row) => row.key));
+               where last_call.ended_unix_nano >= x.e and last_call.sequence is not null))`;
 }
 
 /** The run each of these traces already went to (by the sender's spans), by trace id: uuid of the run. */
@@ -98,48 +127,15 @@ export async function runsOfTraces(
   return new Map(rows.map((row) => [row.traceId, row.uuid]));
 }
 
-/**
- * Which of these spans the sender has already sent, as `traceId/spanId`. Read
- * under the run's lock, in a statement of its own, so a retry racing the
- * first delivery sees what that one committed.
- */
-export async function storedSpanKeys(
-  tx: Transaction,
-  owner: string,
-  spans: ReadonlyArray<{ traceId: string; spanId: string }>,
-): Promise<Set<string>> {
-  if (spans.length === 0) return new Set();
-  const traceIds = [...new Set(spans.map((s) => s.traceId))];
-  const spanIds = [...new Set(spans.map((s) => s.spanId))];
-  // Each list as one array parameter: 10,000 spans are two parameters, not 10,000 to build and send.
-  const rows = await tx
-    .select({ traceId: otlpSpans.traceId, spanId: otlpSpans.spanId })
-    .from(otlpSpans)
-    .where(
-      and(
-        eq(otlpSpans.owner, owner),
-        sql`${otlpSpans.traceId} = any(${textArrayLiteral(traceIds)}::text[])`,
-        sql`${otlpSpans.spanId} = any(${textArrayLiteral(spanIds)}::text[])`,
-      ),
-    );
-  return new Set(rows.map((row) => `${row.traceId}/${row.spanId}`));
-}
-
-/** Records spans as stored, in the run's transaction; the unique index refuses a span stored twice. */
-export async function insertSpans(
-  tx: Transaction,
-  owner: string,
-  runId: number,
-  spans: readonly StoredSpan[],
-): Promise<void> {
-  if (spans.length === 0) return;
+/** The statement that records spans as stored, in the run's transaction; the unique index refuses a span stored twice. */
+export function insertSpansSql(owner: string, runId: number, spans: readonly StoredSpan[]): SQL {
   // Parallel arrays unnested: three parameters for any number of spans (a row of parameters each took
   // hundreds of milliseconds of the event loop to build for 10,000 spans).
   const sequences = `{${spans.map((span) => (span.sequence === null ? 'NULL' : String(span.sequence))).join(',')}}`;
   const optional = (value: string | null | undefined) => value ?? '';
   const nanos = (pick: (call: NonNullable<StoredSpan['call']>) => bigint) =>
     `{${spans.map((span) => (span.call ? String(pick(span.call)) : 'NULL')).join(',')}}`;
-  await tx.execute(sql`
+  return sql`
     insert into otlp_spans (owner, trace_id, span_id, run_id, sequence, parent_span_id, call_role,
                             tool_name, started_unix_nano, ended_unix_nano)
     select ${owner}, t, s, ${runId}, q, nullif(p, ''), nullif(c, ''), nullif(n, ''), b, e
@@ -150,5 +146,5 @@ export async function insertSpans(
                   ${textArrayLiteral(spans.map((span) => optional(span.callRole)))}::text[],
                   ${textArrayLiteral(spans.map((span) => optional(span.call?.toolName)))}::text[],
                   ${nanos((call) => call.startUnixNano)}::bigint[],
-                  ${nanos((call) => call.endUnixNano)}::bigint[]) as x(t, s, q, p, c, n, b, e)`);
+                  ${nanos((call) => call.endUnixNano)}::bigint[]) as x(t, s, q, p, c, n, b, e)`;
 }

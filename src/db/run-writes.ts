@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
 import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
 import type { Owners } from '../domain/permissions.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
@@ -286,6 +286,32 @@ export async function insertSteps(
   return inserted;
 }
 
+/**
+ * The statement that stores steps numbered by the caller, nothing read back: the steps as one
+ * JSON parameter (the columns append_run_steps reads them by), where a row of
+ * parameters a step cost the service building and sending 13 values each.
+ */
+export function storeStepsSql(runId: number, steps: readonly RunStep[]): SQL {
+  return sql`
+    insert into run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server,
+                           tool_is_error, tool_outcome, payload, metadata)
+    select ${runId}, s.sequence, s.kind, s.round, s."durationMs", s."occurredAt", s."toolName", s.server,
+           s."toolIsError", s."toolOutcome", coalesce(s.payload, '{}'::jsonb), coalesce(s.metadata, '{}'::jsonb)
+      from jsonb_to_recordset(${JSON.stringify(steps.map((step) => step.toRecord()))}::jsonb) as s(
+             sequence integer, kind text, round integer, "durationMs" integer, "occurredAt" timestamptz,
+             "toolName" text, server text, "toolIsError" boolean, "toolOutcome" text, payload jsonb, metadata jsonb)`;
+}
+
+/**
+ * Several writes as one statement (each a part of its WITH), in one round trip. They share one
+ * snapshot: none may read what another writes, and no two may change one row.
+ */
+export async function writeTogether(tx: Transaction, writes: readonly SQL[]): Promise<void> {
+  if (writes.length === 0) return;
+  const parts = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write})`);
+  await tx.execute(sql`with ${sql.join(parts, sql`, `)} select 1`);
+}
+
 /** Steps per INSERT statement: well under PostgreSQL's 65,535 parameters. */
 const STEPS_PER_INSERT = 1_000;
 
@@ -301,6 +327,16 @@ export async function claimKey(
   },
 ): Promise<void> {
   await tx.insert(stepRequests).values(claim);
+}
+
+/** The statement of addRollups, nothing read back (for writeTogether). */
+export function addRollupsSql(runId: number, rollups: RunRollups): SQL {
+  return sql`update runs
+                set rounds = greatest(rounds, ${rollups.rounds}::int),
+                    prompt_tokens = prompt_tokens + ${rollups.promptTokens}::bigint,
+                    completion_tokens = completion_tokens + ${rollups.completionTokens}::bigint,
+                    estimated_cost = estimated_cost + ${rollups.estimatedCost}::numeric
+              where id = ${runId}`;
 }
 
 /** Adds new steps' rollups to the run: the greatest round, token and cost sums. */

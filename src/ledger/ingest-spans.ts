@@ -1,19 +1,13 @@
 import type { Database } from '../db/connection.ts';
+import { heldOfArriving, insertSpansSql, runsOfTraces, type StoredSpan } from '../db/otlp-spans.ts';
 import {
-  callsRecordedApart,
-  insertSpans,
-  runsOfTraces,
-  type StoredSpan,
-  storedSpanKeys,
-} from '../db/otlp-spans.ts';
-import {
-  addRollups,
+  addRollupsSql,
   insertRunUnlessPresent,
-  insertSteps,
-  lastSequence,
   lockRun,
   setTerminal,
+  storeStepsSql,
   type Transaction,
+  writeTogether,
 } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import { serviceSecret } from '../db/service-secrets.ts';
@@ -221,16 +215,14 @@ async function ingestGroup(
     const endsRun = (s: IngestedSpan) => s.ending !== null && group.uuid === runOfTrace(s.traceId);
     const relevant = group.spans.filter((s) => s.step !== null || endsRun(s));
     outcome.ignored = group.spans.length - relevant.length;
-    const stored = await storedSpanKeys(tx, owner, relevant);
-    const fresh = relevant.filter((s) => !stored.has(spanKey(s)));
-    outcome.duplicates = relevant.length - fresh.length;
-
     // An exporter that sends span by span delivers a call's MCP request before its tool span: whichever
-    // came first is the call's step.
-    const recordedApart = await callsRecordedApart(
+    // came first is the call's step. Asked of every relevant call span (one already stored is left out below).
+    const held = await heldOfArriving(
       tx,
       owner,
-      fresh.flatMap((s) => {
+      run.id,
+      relevant,
+      relevant.flatMap((s) => {
         const call = callOf(s);
         if (call === null) return [];
         return [
@@ -246,8 +238,11 @@ async function ingestGroup(
         ];
       }),
     );
+    const fresh = relevant.filter((s) => !held.stored.has(spanKey(s)));
+    outcome.duplicates = relevant.length - fresh.length;
+    const recordedApart = held.recordedApart;
     const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
-    const trace = new RunTrace({ nextSequence: (await lastSequence(tx, run.id)) + 1, clock: () => now });
+    const trace = new RunTrace({ nextSequence: held.lastSequence + 1, clock: () => now });
     const records: StoredSpan[] = [];
     // Start-time order; spans that started in the same nanosecond keep the order they arrived in (a stable sort).
     const ordered = [...fresh].sort((a, b) =>
@@ -290,9 +285,6 @@ async function ingestGroup(
       }
     }
     const steps = trace.steps;
-    const rollups = stepRollups(steps, run);
-    await insertSteps(tx, run.id, steps);
-    if (steps.length > 0) await addRollups(tx, run.id, rollups);
 
     // The root span ends a trace's run, after its steps: the latest-ending root if sent more than once.
     const endings = ordered.filter(endsRun);
@@ -301,6 +293,13 @@ async function ingestGroup(
       if (!recorded.has(spanKey(span)))
         records.push({ traceId: span.traceId, spanId: span.spanId, sequence: null });
     }
+    // The steps, the run's rollups and the spans as stored: one statement, one round trip.
+    await writeTogether(tx, [
+      ...(steps.length > 0
+        ? [storeStepsSql(run.id, steps), addRollupsSql(run.id, stepRollups(steps, run))]
+        : []),
+      ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
+    ]);
     const last = endings.reduce<IngestedSpan | null>(
       (a, b) => (a === null || b.endedAt > a.endedAt ? b : a),
       null,
@@ -308,7 +307,6 @@ async function ingestGroup(
     if (last?.ending && !isTerminalStatus(state.status)) {
       await setTerminal(tx, run.id, { ...last.ending, finishedAt: last.endedAt });
     }
-    await insertSpans(tx, owner, run.id, records);
     outcome.stored = records.length;
     return outcome;
   });

@@ -35,10 +35,14 @@ import type { AttributeValue, ReceivedSpan } from './decode.ts';
 
 export { Attr };
 
-function asJson(value: AttributeValue | undefined): JsonValue | null {
+/** What JSON text can start with, after white space: text that starts otherwise is not parsed (a throw is costly). */
+const JSON_START = /^[\s]*[[{"\-0-9tfn]/;
+
+export function asJson(value: AttributeValue | undefined): JsonValue | null {
   if (value === undefined) return null;
   // Arguments are sent as a JSON string by the conventions: stored as the JSON they hold when they hold JSON.
   if (typeof value === 'string') {
+    if (!JSON_START.test(value)) return value;
     try {
       return JSON.parse(value) as JsonValue;
     } catch {
