@@ -329,14 +329,34 @@ export async function claimKey(
   await tx.insert(stepRequests).values(claim);
 }
 
-/** The statement of addRollups, nothing read back (for writeTogether). */
-export function addRollupsSql(runId: number, rollups: RunRollups): SQL {
-  return sql`update runs
-                set rounds = greatest(rounds, ${rollups.rounds}::int),
-                    prompt_tokens = prompt_tokens + ${rollups.promptTokens}::bigint,
-                    completion_tokens = completion_tokens + ${rollups.completionTokens}::bigint,
-                    estimated_cost = estimated_cost + ${rollups.estimatedCost}::numeric
-              where id = ${runId}`;
+/**
+ * One update of a run, nothing read back (for writeTogether): new steps'
+ * rollups added as addRollups adds them, and its end set as setTerminal sets it.
+ */
+export function updateRunSql(
+  runId: number,
+  change: {
+    rollups: RunRollups | null;
+    ending: { status: RunStatus; reason: TerminationReason; finishedAt: Date } | null;
+  },
+): SQL {
+  const sets: SQL[] = [];
+  const { rollups, ending } = change;
+  if (rollups)
+    sets.push(
+      sql`rounds = greatest(rounds, ${rollups.rounds}::int)`,
+      sql`prompt_tokens = prompt_tokens + ${rollups.promptTokens}::bigint`,
+      sql`completion_tokens = completion_tokens + ${rollups.completionTokens}::bigint`,
+      sql`estimated_cost = estimated_cost + ${rollups.estimatedCost}::numeric`,
+    );
+  if (ending)
+    sets.push(
+      sql`status = ${ending.status}`,
+      sql`termination_reason = ${ending.reason}`,
+      sql`finished_at = ${ending.finishedAt.toISOString()}::timestamptz`,
+    );
+  if (sets.length === 0) throw new Error('a run update with nothing to change');
+  return sql`update runs set ${sql.join(sets, sql`, `)} where id = ${runId}`;
 }
 
 /** Adds new steps' rollups to the run: the greatest round, token and cost sums. */

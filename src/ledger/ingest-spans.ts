@@ -1,12 +1,11 @@
 import type { Database } from '../db/connection.ts';
 import { heldOfArriving, insertSpansSql, runsOfTraces, type StoredSpan } from '../db/otlp-spans.ts';
 import {
-  addRollupsSql,
   insertRunUnlessPresent,
   lockRun,
-  setTerminal,
   storeStepsSql,
   type Transaction,
+  updateRunSql,
   writeTogether,
 } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
@@ -153,11 +152,15 @@ function commandOf(step: SpanStep, now: Date): StepCommand {
   return { type: 'plain', step: plainStep(step.step, now) };
 }
 
-/** The run of a group, created on its first span; null when the uuid is another actor's. */
+/**
+ * The run of a group, created on its first span, and locked: one created here
+ * is this transaction's until it commits (a second writer of the same trace
+ * waits on its key), else it is locked; null when the uuid is another actor's.
+ */
 async function runOfGroup(tx: Transaction, owner: string, group: SpanGroup): Promise<RunRow | null> {
   const earliest = group.spans.reduce((a, b) => (b.startUnixNano < a.startUnixNano ? b : a));
   const createdAt = new Date(Number(earliest.startUnixNano / 1_000_000n));
-  await insertRunUnlessPresent(tx, {
+  const created = await insertRunUnlessPresent(tx, {
     uuid: group.uuid,
     owner,
     configuration: checkName(configurationOf(group.spans), 'configuration'),
@@ -165,7 +168,7 @@ async function runOfGroup(tx: Transaction, owner: string, group: SpanGroup): Pro
     createdAt,
     startedAt: createdAt,
   });
-  return lockRun(tx, group.uuid, [owner]);
+  return created ?? lockRun(tx, group.uuid, [owner]);
 }
 
 interface GroupOutcome {
@@ -293,20 +296,20 @@ async function ingestGroup(
       if (!recorded.has(spanKey(span)))
         records.push({ traceId: span.traceId, spanId: span.spanId, sequence: null });
     }
-    // The steps, the run's rollups and the spans as stored: one statement, one round trip.
-    await writeTogether(tx, [
-      ...(steps.length > 0
-        ? [storeStepsSql(run.id, steps), addRollupsSql(run.id, stepRollups(steps, run))]
-        : []),
-      ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
-    ]);
     const last = endings.reduce<IngestedSpan | null>(
       (a, b) => (a === null || b.endedAt > a.endedAt ? b : a),
       null,
     );
-    if (last?.ending && !isTerminalStatus(state.status)) {
-      await setTerminal(tx, run.id, { ...last.ending, finishedAt: last.endedAt });
-    }
+    const ending =
+      last?.ending && !isTerminalStatus(state.status) ? { ...last.ending, finishedAt: last.endedAt } : null;
+    // The steps, the run's rollups and its end (after its steps), the spans as stored: one statement.
+    await writeTogether(tx, [
+      ...(steps.length > 0 ? [storeStepsSql(run.id, steps)] : []),
+      ...(steps.length > 0 || ending
+        ? [updateRunSql(run.id, { rollups: steps.length > 0 ? stepRollups(steps, run) : null, ending })]
+        : []),
+      ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
+    ]);
     outcome.stored = records.length;
     return outcome;
   });
