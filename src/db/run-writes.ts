@@ -303,13 +303,19 @@ export function storeStepsSql(runId: number, steps: readonly RunStep[]): SQL {
 }
 
 /**
- * Several writes as one statement (each a part of its WITH), in one round trip. They share one
+ * Several writes as one statement (each a part of its WITH), in one round trip, with the live
+ * notice of the run named by `announce` (sent once the transaction commits). They share one
  * snapshot: none may read what another writes, and no two may change one row.
  */
-export async function writeTogether(tx: Transaction, writes: readonly SQL[]): Promise<void> {
-  if (writes.length === 0) return;
+export async function writeTogether(
+  tx: Transaction,
+  writes: readonly SQL[],
+  announce?: string,
+): Promise<void> {
+  if (writes.length === 0 && announce === undefined) return;
   const parts = writes.map((write, i) => sql`${sql.raw(`w${i}`)} as (${write})`);
-  await tx.execute(sql`with ${sql.join(parts, sql`, `)} select 1`);
+  const select = sql`select ${announce === undefined ? sql`1` : runNoticeSql(sql`${announce}::text`, sql`null::int`)}`;
+  await tx.execute(parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ${select}` : select);
 }
 
 /** Steps per INSERT statement: well under PostgreSQL's 65,535 parameters. */

@@ -196,6 +196,8 @@ async function ingestGroup(
   owner: string,
   group: SpanGroup,
   now: Date,
+  /** The run's live notice sent by the group's own write statement (a notice through PostgreSQL). */
+  announce: boolean,
 ): Promise<GroupOutcome> {
   return db.transaction(async (tx) => {
     const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
@@ -302,14 +304,19 @@ async function ingestGroup(
     );
     const ending =
       last?.ending && !isTerminalStatus(state.status) ? { ...last.ending, finishedAt: last.endedAt } : null;
-    // The steps, the run's rollups and its end (after its steps), the spans as stored: one statement.
-    await writeTogether(tx, [
-      ...(steps.length > 0 ? [storeStepsSql(run.id, steps)] : []),
-      ...(steps.length > 0 || ending
-        ? [updateRunSql(run.id, { rollups: steps.length > 0 ? stepRollups(steps, run) : null, ending })]
-        : []),
-      ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
-    ]);
+    // The steps, the run's rollups and its end (after its steps), the spans as stored: one statement,
+    // which sends the run's notice too when asked (delivered once it commits).
+    await writeTogether(
+      tx,
+      [
+        ...(steps.length > 0 ? [storeStepsSql(run.id, steps)] : []),
+        ...(steps.length > 0 || ending
+          ? [updateRunSql(run.id, { rollups: steps.length > 0 ? stepRollups(steps, run) : null, ending })]
+          : []),
+        ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
+      ],
+      announce && records.length > 0 ? run.uuid : undefined,
+    );
     outcome.stored = records.length;
     return outcome;
   });
@@ -343,9 +350,11 @@ export async function ingestSpans(
   for (const group of await groupSpans(db, secret, actor.name, usable)) {
     let outcome: GroupOutcome;
     try {
-      outcome = await ingestGroup(db, secret, actor.name, group, now);
+      // Through PostgreSQL, the group's own statement sends the notice: no statement and round trip of its own.
+      const announce = events?.channelKind === 'postgres';
+      outcome = await ingestGroup(db, secret, actor.name, group, now, announce);
       // Committed: live streams of the run read it now.
-      if (outcome.stored > 0) await events?.runChanged(group.uuid);
+      if (outcome.stored > 0 && !announce) await events?.runChanged(group.uuid);
     } catch (error) {
       // A refusal of the whole group (a run's token total past its limit): its spans are reported, nothing of it written.
       const refusal = refusalOf(error);

@@ -4,6 +4,7 @@ import { backendNames, openTestDatabase, type TestDatabase } from '../support/da
 import { agentTrace, type ExporterKind, exportSpans } from '../support/otel.ts';
 import { type PrivatePostgres, startPrivatePostgres } from '../support/private-postgres.ts';
 import { post, type Running, startService } from '../support/service.ts';
+import { SseReader, subscriptionRequest } from '../support/sse.ts';
 
 /**
  * The real process, as `npm start` runs it, fed by the SDK's exporters
@@ -114,6 +115,55 @@ describe.each(backendNames)('OTLP exporters against the real process (%s)', (bac
     const runs = await runsOf(running, key, configuration);
     expect(runs).toHaveLength(1);
     expect(runs[0]?.steps.edges.map((e) => e.node.sequence)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("reaches a live stream of the run: each export's steps, then the run's end", async () => {
+    const configuration = 'service-live';
+    const agent = await agentTrace(configuration);
+    const root = agent.spans.find((span) => span.name === `invoke_agent ${configuration}`);
+    const rest = agent.spans.filter((span) => span !== root);
+    const [first, ...later] = rest;
+    if (!root || !first) throw new Error('missing spans');
+    const endpoint = `${new URL(running.url).origin}/v1/traces`;
+    const send = async (spans: typeof agent.spans) => {
+      const answer = await fetch(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf', authorization: `Bearer ${key}` },
+        body: new Uint8Array(ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array()),
+      });
+      expect(answer.status).toBe(200);
+    };
+    // The first span makes the run; a stream of it is opened, then the rest arrives.
+    await send([first]);
+    const listed = await post(
+      running.url,
+      key,
+      `query ($c: [String!]) { runs(first: 1, filter: { configurations: $c }) {
+      edges { node { uuid } } } }`,
+      { c: [`${configuration}-service`] },
+    );
+    const uuid = (listed.body.data as { runs: { edges: Array<{ node: { uuid: string } }> } }).runs.edges[0]
+      ?.node.uuid;
+    if (!uuid) throw new Error('no run');
+    const stream = new SseReader(await fetch(subscriptionRequest(running.url, key, { uuid, after: 1 })));
+    try {
+      // The run as it stands, before anything new.
+      expect((await stream.event()).step).toBeNull();
+      await send(later);
+      const seen: number[] = [];
+      while (seen.length < later.length) {
+        const event = await stream.event();
+        if (event.step) seen.push(event.step.sequence);
+      }
+      expect(seen).toEqual(later.map((_, i) => i + 2));
+      await send([root]);
+      for (;;) {
+        const event = await stream.event();
+        if (event.run.status === 'COMPLETED') break;
+      }
+    } finally {
+      await stream.close();
+    }
   });
 });
 
