@@ -45,7 +45,8 @@ const bigintArray = (values: readonly bigint[]) => `{${values.join(',')}}`;
  *   its session span): the same tool in the same trace, the MCP request within
  *   the tool span's time. Each by an index: the nearest candidate in start
  *   time, never a scan of the trace;
- * - `lastSequence`: the run's last stored step.
+ * - `lastSequence`: the run's last stored step;
+ * - `keyActive`: whether the key given is active (a remembered key's check, see Scope).
  */
 export async function heldOfArriving(
   tx: Transaction,
@@ -53,10 +54,14 @@ export async function heldOfArriving(
   runId: number,
   spans: ReadonlyArray<{ traceId: string; spanId: string }>,
   calls: readonly ArrivingCall[],
-): Promise<{ stored: Set<string>; recordedApart: Set<string>; lastSequence: number }> {
+  /** A key to check in the same statement: `keyActive` says whether it is active now. */
+  keyHash: string | null = null,
+): Promise<{ stored: Set<string>; recordedApart: Set<string>; lastSequence: number; keyActive: boolean }> {
   const parts = [
     sql`select 'last' as what, coalesce(max(sequence), 0)::text as key from run_steps where run_id = ${runId}`,
   ];
+  if (keyHash !== null)
+    parts.push(sql`select 'key', '' from api_keys where key_hash = ${keyHash} and revoked_at is null`);
   if (spans.length > 0) {
     const traceIds = [...new Set(spans.map((s) => s.traceId))];
     const spanIds = [...new Set(spans.map((s) => s.spanId))];
@@ -66,13 +71,19 @@ export async function heldOfArriving(
                       and span_id = any(${textArrayLiteral(spanIds)}::text[])`);
   }
   if (calls.length > 0) parts.push(sql`(${recordedApartSql(owner, calls)})`);
-  const rows = await selectRows<{ what: 'last' | 'stored' | 'apart'; key: string }>(
+  const rows = await selectRows<{ what: 'last' | 'key' | 'stored' | 'apart'; key: string }>(
     tx,
     sql.join(parts, sql` union all `),
   );
-  const held = { stored: new Set<string>(), recordedApart: new Set<string>(), lastSequence: 0 };
+  const held = {
+    stored: new Set<string>(),
+    recordedApart: new Set<string>(),
+    lastSequence: 0,
+    keyActive: keyHash === null,
+  };
   for (const { what, key } of rows) {
     if (what === 'last') held.lastSequence = Number(key);
+    else if (what === 'key') held.keyActive = true;
     else (what === 'stored' ? held.stored : held.recordedApart).add(key);
   }
   return held;

@@ -1,3 +1,4 @@
+import { isKeyActive } from '../db/api-keys.ts';
 import type { Database } from '../db/connection.ts';
 import { heldOfArriving, insertSpansSql, runsOfTraces, type StoredSpan } from '../db/otlp-spans.ts';
 import {
@@ -10,7 +11,7 @@ import {
 } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import { serviceSecret } from '../db/service-secrets.ts';
-import { DomainError } from '../domain/errors.ts';
+import { DomainError, KeyNotActiveError } from '../domain/errors.ts';
 import { checkName } from '../domain/limits.ts';
 import { requirePermission } from '../domain/permissions.ts';
 import { stepRollups } from '../domain/run-rollups.ts';
@@ -198,11 +199,14 @@ async function ingestGroup(
   now: Date,
   /** The run's live notice sent by the group's own write statement (a notice through PostgreSQL). */
   announce: boolean,
+  /** A key the actor was remembered by, to check in the group's transaction before anything is written. */
+  rememberedKey: string | null,
 ): Promise<GroupOutcome> {
   return db.transaction(async (tx) => {
     const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
     const run = await runOfGroup(tx, owner, group);
     if (!run) {
+      if (rememberedKey !== null && !(await isKeyActive(tx, rememberedKey))) throw new KeyNotActiveError();
       const refusal = { code: 'RUN_NOT_FOUND', message: `RUN_NOT_FOUND: no run ${group.uuid}` };
       outcome.rejected.push(...group.spans.map(() => refusal));
       return outcome;
@@ -242,7 +246,10 @@ async function ingestGroup(
           },
         ];
       }),
+      rememberedKey,
     );
+    // Revoked since it was remembered: nothing of the request is written (the transaction rolls back).
+    if (!held.keyActive) throw new KeyNotActiveError();
     const fresh = relevant.filter((s) => !held.stored.has(spanKey(s)));
     outcome.duplicates = relevant.length - fresh.length;
     const recordedApart = held.recordedApart;
@@ -328,7 +335,7 @@ async function ingestGroup(
  * stored before (a retried export) is counted and not written again.
  */
 export async function ingestSpans(
-  { db, actor, events }: Scope,
+  { db, actor, events, rememberedKey = null }: Scope,
   spans: readonly IngestedSpan[],
 ): Promise<IngestResult> {
   requirePermission(actor, 'record');
@@ -347,15 +354,23 @@ export async function ingestSpans(
   }
   const now = new Date();
   const secret = await serviceSecret(db, 'otlp_run_ids');
-  for (const group of await groupSpans(db, secret, actor.name, usable)) {
+  const groups = await groupSpans(db, secret, actor.name, usable);
+  // A remembered key is checked once, before anything is written: by the transaction of a request's one
+  // group (no round trip of its own: an exporter sends a trace a request), else here.
+  const checkedByGroup = groups.length === 1 ? rememberedKey : null;
+  if (rememberedKey !== null && checkedByGroup === null && !(await isKeyActive(db, rememberedKey)))
+    throw new KeyNotActiveError();
+  for (const group of groups) {
     let outcome: GroupOutcome;
     try {
       // Through PostgreSQL, the group's own statement sends the notice: no statement and round trip of its own.
       const announce = events?.channelKind === 'postgres';
-      outcome = await ingestGroup(db, secret, actor.name, group, now, announce);
+      outcome = await ingestGroup(db, secret, actor.name, group, now, announce, checkedByGroup);
       // Committed: live streams of the run read it now.
       if (outcome.stored > 0 && !announce) await events?.runChanged(group.uuid);
     } catch (error) {
+      // A key revoked since it was remembered refuses the request, not a group.
+      if (error instanceof KeyNotActiveError) throw error;
       // A refusal of the whole group (a run's token total past its limit): its spans are reported, nothing of it written.
       const refusal = refusalOf(error);
       outcome = { stored: 0, duplicates: 0, ignored: 0, rejected: group.spans.map(() => refusal) };

@@ -1,8 +1,9 @@
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
-import { actorForKey } from '../db/api-keys.ts';
+import { actorForKey, forgetKey, keyHashOf, rememberedActor } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
+import { KeyNotActiveError } from '../domain/errors.ts';
 import { OtlpLimits } from '../domain/limits.ts';
 import { can } from '../domain/permissions.ts';
 import { type IngestResult, ingestSpans } from '../ledger/ingest-spans.ts';
@@ -184,18 +185,11 @@ async function handle(
   events: RunEvents | undefined,
 ): Promise<Response> {
   const key = presentedKey(request);
-  const actor = key === null ? null : await actorForKey(database.db, key);
-  if (!actor) {
-    throw new Refusal(
-      401,
-      RpcCode.Unauthenticated,
-      'UNAUTHENTICATED',
-      'send an API key: Authorization: Bearer <key>',
-      {
-        'www-authenticate': 'Bearer',
-      },
-    );
-  }
+  // A key read by an earlier request is known: ingestion checks it is still active before it writes.
+  const keyHash = key === null ? null : keyHashOf(key);
+  const remembered = keyHash === null ? null : rememberedActor(database.db, keyHash);
+  const actor = remembered ?? (key === null ? null : await actorForKey(database.db, key));
+  if (!actor) throw unauthenticated();
   if (!can(actor, 'record')) {
     throw new Refusal(403, RpcCode.PermissionDenied, 'FORBIDDEN', 'this needs the record permission');
   }
@@ -214,8 +208,31 @@ async function handle(
     }
     throw error;
   }
-  const result = await ingestSpans({ db: database.db, actor, events }, mapSpans(received));
+  let result: IngestResult;
+  try {
+    result = await ingestSpans(
+      { db: database.db, actor, events, rememberedKey: remembered ? keyHash : null },
+      mapSpans(received),
+    );
+  } catch (error) {
+    // Revoked since it was remembered: refused as an unknown key is, and read again next time.
+    if (!(error instanceof KeyNotActiveError)) throw error;
+    if (keyHash !== null) forgetKey(database.db, keyHash);
+    throw unauthenticated();
+  }
   return exportResponse(result, encoding);
+}
+
+function unauthenticated(): Refusal {
+  return new Refusal(
+    401,
+    RpcCode.Unauthenticated,
+    'UNAUTHENTICATED',
+    'send an API key: Authorization: Bearer <key>',
+    {
+      'www-authenticate': 'Bearer',
+    },
+  );
 }
 
 /** The handler of `POST /v1/traces` on this database. */

@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runs } from '../../drizzle/schema.ts';
 import { revokeApiKey } from '../../src/db/api-keys.ts';
 import { RequestLimits } from '../../src/domain/limits.ts';
 import { backendNames } from '../support/databases.ts';
@@ -25,7 +28,7 @@ const WAIT = `query ($r: String!, $q: String!, $t: Int!) {
 describe.each(backendNames.filter((backend) => backend === 'postgres'))(
   'a hostile client against the real process (%s)',
   (backend) => {
-    let service: KeyedService<'agent' | 'revoked' | 'other' | 'operator'>;
+    let service: KeyedService<'agent' | 'revoked' | 'exporter' | 'other' | 'operator'>;
     let url = '';
 
     const codes = (body: { errors?: Array<{ extensions?: { code?: unknown } }> }) =>
@@ -41,6 +44,8 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
           agent: ['record', 'read_own_runs', 'read_payloads'],
           // Revoked by its own test: no other test uses it.
           revoked: ['record', 'read_own_runs', 'read_payloads'],
+          // Revoked by its own test too, after an export made the service remember it.
+          exporter: ['record', 'read_own_runs'],
           other: ['record', 'read_own_runs'],
           operator: ['manage_servers', 'read_all_runs'],
         },
@@ -98,6 +103,46 @@ describe.each(backendNames.filter((backend) => backend === 'postgres'))(
       const end = await stream.next();
       expect(end === null || end.event === 'complete').toBe(true);
       expect((await post(url, service.keys.revoked, START, { c: 'after' })).status).toBe(401);
+    });
+
+    it('refuses the OTLP exports of a key revoked by another process after the service remembered it, and writes nothing', async () => {
+      const endpoint = new URL('/v1/traces', url).toString();
+      const exportAs = async (configuration: string, traces = 1) => {
+        const spans = (
+          await Promise.all(Array.from({ length: traces }, () => agentTrace(configuration)))
+        ).flatMap((trace) => trace.spans);
+        const response = await fetch(endpoint, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-protobuf',
+            authorization: `Bearer ${service.keys.exporter}`,
+          },
+          body: new Uint8Array(ProtobufTraceSerializer.serializeRequest(spans) ?? new Uint8Array()),
+        });
+        return response.status;
+      };
+      const runsOf = async (configuration: string) => {
+        const database = await service.openDatabase();
+        try {
+          return await database.db.$count(runs, eq(runs.configuration, configuration));
+        } finally {
+          await database.close();
+        }
+      };
+      // Read once: the service remembers the key.
+      expect(await exportAs('export-before')).toBe(200);
+      expect(await runsOf('export-before')).toBe(1);
+      const database = await service.openDatabase();
+      try {
+        expect(await revokeApiKey(database.db, service.keys.exporter.slice(0, 10))).toHaveLength(1);
+      } finally {
+        await database.close();
+      }
+      // One trace (checked in its own transaction), two traces (checked before either), and again.
+      expect(await exportAs('export-after')).toBe(401);
+      expect(await exportAs('export-after-two', 2)).toBe(401);
+      expect(await exportAs('export-after')).toBe(401);
+      expect([await runsOf('export-after'), await runsOf('export-after-two')]).toEqual([0, 0]);
     });
 
     it('caps the waits of one key, so that it cannot hold every connection', async () => {
