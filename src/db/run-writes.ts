@@ -335,34 +335,37 @@ export async function claimKey(
   await tx.insert(stepRequests).values(claim);
 }
 
+type RunEnding = { status: RunStatus; reason: TerminationReason; finishedAt: Date };
+
+/** New steps' totals added to a run's: the greatest round, token and cost sums. */
+const rollupsSet = (rollups: RunRollups) => ({
+  rounds: sql`greatest(${runs.rounds}, ${rollups.rounds}::int)`,
+  promptTokens: sql`${runs.promptTokens} + ${rollups.promptTokens}::bigint`,
+  completionTokens: sql`${runs.completionTokens} + ${rollups.completionTokens}::bigint`,
+  estimatedCost: sql`${runs.estimatedCost} + ${rollups.estimatedCost}::numeric`,
+});
+
+/** A run's end. */
+const endingSet = (ending: RunEnding) => ({
+  status: ending.status,
+  terminationReason: ending.reason,
+  finishedAt: ending.finishedAt,
+});
+
 /**
- * One update of a run, nothing read back (for writeTogether): new steps'
- * rollups added as addRollups adds them, and its end set as setTerminal sets it.
+ * One update of a run, nothing read back (a part of writeTogether): new steps'
+ * totals added, as addRollups adds them, and its end set, as setTerminal sets it.
  */
 export function updateRunSql(
+  tx: Transaction,
   runId: number,
-  change: {
-    rollups: RunRollups | null;
-    ending: { status: RunStatus; reason: TerminationReason; finishedAt: Date } | null;
-  },
+  change: { rollups: RunRollups | null; ending: RunEnding | null },
 ): SQL {
-  const sets: SQL[] = [];
-  const { rollups, ending } = change;
-  if (rollups)
-    sets.push(
-      sql`rounds = greatest(rounds, ${rollups.rounds}::int)`,
-      sql`prompt_tokens = prompt_tokens + ${rollups.promptTokens}::bigint`,
-      sql`completion_tokens = completion_tokens + ${rollups.completionTokens}::bigint`,
-      sql`estimated_cost = estimated_cost + ${rollups.estimatedCost}::numeric`,
-    );
-  if (ending)
-    sets.push(
-      sql`status = ${ending.status}`,
-      sql`termination_reason = ${ending.reason}`,
-      sql`finished_at = ${ending.finishedAt.toISOString()}::timestamptz`,
-    );
-  if (sets.length === 0) throw new Error('a run update with nothing to change');
-  return sql`update runs set ${sql.join(sets, sql`, `)} where id = ${runId}`;
+  const set = {
+    ...(change.rollups ? rollupsSet(change.rollups) : {}),
+    ...(change.ending ? endingSet(change.ending) : {}),
+  };
+  return tx.update(runs).set(set).where(eq(runs.id, runId)).getSQL();
 }
 
 /** Adds new steps' rollups to the run: the greatest round, token and cost sums. */
@@ -371,29 +374,12 @@ export async function addRollups(
   runId: number,
   rollups: RunRollups,
 ): Promise<RunRow | null> {
-  const [row] = await tx
-    .update(runs)
-    .set({
-      rounds: sql`greatest(${runs.rounds}, ${rollups.rounds}::int)`,
-      promptTokens: sql`${runs.promptTokens} + ${rollups.promptTokens}::bigint`,
-      completionTokens: sql`${runs.completionTokens} + ${rollups.completionTokens}::bigint`,
-      estimatedCost: sql`${runs.estimatedCost} + ${rollups.estimatedCost}::numeric`,
-    })
-    .where(eq(runs.id, runId))
-    .returning();
+  const [row] = await tx.update(runs).set(rollupsSet(rollups)).where(eq(runs.id, runId)).returning();
   return row ?? null;
 }
 
-export async function setTerminal(
-  tx: Transaction,
-  runId: number,
-  ending: { status: RunStatus; reason: TerminationReason; finishedAt: Date },
-): Promise<RunRow | null> {
-  const [row] = await tx
-    .update(runs)
-    .set({ status: ending.status, terminationReason: ending.reason, finishedAt: ending.finishedAt })
-    .where(eq(runs.id, runId))
-    .returning();
+export async function setTerminal(tx: Transaction, runId: number, ending: RunEnding): Promise<RunRow | null> {
+  const [row] = await tx.update(runs).set(endingSet(ending)).where(eq(runs.id, runId)).returning();
   return row ?? null;
 }
 

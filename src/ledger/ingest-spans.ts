@@ -318,7 +318,7 @@ async function ingestGroup(
       [
         ...(steps.length > 0 ? [storeStepsSql(run.id, steps)] : []),
         ...(steps.length > 0 || ending
-          ? [updateRunSql(run.id, { rollups: steps.length > 0 ? stepRollups(steps, run) : null, ending })]
+          ? [updateRunSql(tx, run.id, { rollups: steps.length > 0 ? stepRollups(steps, run) : null, ending })]
           : []),
         ...(records.length > 0 ? [insertSpansSql(owner, run.id, records)] : []),
       ],
