@@ -6,7 +6,7 @@ import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
 import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
 import { forgetKey } from './api-keys.ts';
-import type { Database } from './connection.ts';
+import { type Database, selectRows } from './connection.ts';
 import { inJsonbKeyOrder } from './jsonb.ts';
 import { runNoticeSql } from './notices.ts';
 import { ofOwners, type RunRow } from './runs.ts';
@@ -265,31 +265,39 @@ export async function findKeyedRequest(
   return { fingerprint: seen.fingerprint, steps };
 }
 
+/**
+ * Stores steps numbered by the caller (storeStepsSql) and answers their rows: the values as sent,
+ * with the ids the statement gave them and the JSON columns in the form they are stored in (as a
+ * read of them answers), not the rows read back.
+ */
 export async function insertSteps(
   tx: Transaction,
   runId: number,
   steps: readonly RunStep[],
 ): Promise<StepRow[]> {
   if (steps.length === 0) return [];
-  const inserted: StepRow[] = [];
-  // A statement holds at most 65,535 parameters (a step takes 13): an OTLP export of 10,000 spans is
-  // stored in statements of STEPS_PER_INSERT, which also keeps each one's building short.
-  for (let from = 0; from < steps.length; from += STEPS_PER_INSERT) {
-    const chunk = steps.slice(from, from + STEPS_PER_INSERT);
-    inserted.push(
-      ...(await tx
-        .insert(runSteps)
-        .values(chunk.map((step) => ({ runId, ...step.toRecord() })))
-        .returning()),
-    );
-  }
-  return inserted;
+  const stored = await selectRows<{ id: string | number; sequence: number }>(
+    tx,
+    sql`${storeStepsSql(runId, steps)} returning id, sequence`,
+  );
+  const ids = new Map(stored.map((row) => [Number(row.sequence), Number(row.id)]));
+  return steps.map((step): StepRow => {
+    const record = step.toRecord();
+    return {
+      ...record,
+      payload: inJsonbKeyOrder(record.payload),
+      metadata: inJsonbKeyOrder(record.metadata),
+      id: ids.get(record.sequence) ?? 0,
+      runId,
+    };
+  });
 }
 
 /**
  * The statement that stores steps numbered by the caller, nothing read back: the steps as one
- * JSON parameter (the columns append_run_steps reads them by), where a row of
- * parameters a step cost the service building and sending 13 values each.
+ * JSON parameter (the columns append_run_steps reads them by), where a row of parameters a step
+ * cost the service building and sending 13 values each, and a statement held at most 5,000 steps
+ * (PostgreSQL's 65,535 parameters).
  */
 export function storeStepsSql(runId: number, steps: readonly RunStep[]): SQL {
   return sql`
@@ -317,9 +325,6 @@ export async function writeTogether(
   const select = sql`select ${announce === undefined ? sql`1` : runNoticeSql(sql`${announce}::text`, sql`null::int`)}`;
   await tx.execute(parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ${select}` : select);
 }
-
-/** Steps per INSERT statement: well under PostgreSQL's 65,535 parameters. */
-const STEPS_PER_INSERT = 1_000;
 
 /** Claims an idempotency key for the steps just inserted. */
 export async function claimKey(
