@@ -1,5 +1,5 @@
 import type { RequestListener } from 'node:http';
-import { countActiveApiKeys, createApiKey } from './db/api-keys.ts';
+import { countActiveApiKeys, createApiKey, isBearerRemembered } from './db/api-keys.ts';
 import { openDatabaseForCommand } from './db/command.ts';
 import type { DatabaseHandle } from './db/connection.ts';
 import { optionsFromEnv } from './db/connection.ts';
@@ -16,9 +16,12 @@ import { McpPolicy } from './mcp/outbound-policy.ts';
 import { McpSessions } from './mcp/sessions.ts';
 import { mcpSettingsFromEnv } from './mcp/settings.ts';
 import { createServer } from './server.ts';
+import type { KnownKey } from './transport.ts';
 
 export interface App {
   listener: RequestListener;
+  /** Whether a request's key was read by an earlier one: the transport may read its body first. */
+  knownKey: KnownKey;
   graphqlEndpoint: string;
   /** Ends the live streams, which would otherwise keep a stop waiting. */
   endStreams(): void;
@@ -95,6 +98,7 @@ export async function openApp(opening: Promise<DatabaseHandle> = openDatabaseFor
   const yoga = createServer({ handle, sessions, events, calls, keys });
   return {
     listener: yoga,
+    knownKey: (authorization) => isBearerRemembered(handle.db, authorization),
     graphqlEndpoint: yoga.graphqlEndpoint,
     endStreams: () => events.endStreams(),
     stopCalls: async () => {

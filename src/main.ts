@@ -34,13 +34,17 @@ const starting: RequestListener = (request, response) => {
     );
 };
 let listener: RequestListener = starting;
-const http = createHttpServer((request, response) => listener(request, response), limits);
+let app: App | undefined;
+const http = createHttpServer(
+  (request, response) => listener(request, response),
+  limits,
+  (authorization) => app?.knownKey(authorization) ?? false,
+);
 await new Promise<void>((resolve) => http.listen(port, host, resolve));
 const address = http.address();
 const actualPort = typeof address === 'object' && address ? address.port : port;
 console.log(`listening at http://${host}:${actualPort}: /health answers; opening the database`);
 
-let app: App | undefined;
 let stopping = false;
 
 /** How long a stop waits for requests in flight before it closes what is still open. */

@@ -157,16 +157,23 @@ export const GRAPHQL_PATH = '/graphql';
 const DECLARED_LENGTH = /^\d+$/;
 
 /**
- * A GraphQL request posted as JSON with a declared length within the body limit is read and parsed here,
- * before the GraphQL server sees it, and handed on as `request.body` (which the fetch adapter under
- * graphql-yoga takes as the parsed body): otherwise each request's body went through a web stream, a
- * TransformStream that counts its bytes, a stream pipeline and a second Request, about a tenth of a
- * recording request's CPU. Nothing else changes: a body of no declared length, over the limit or
- * compressed, and every other request go on untouched (the GraphQL server
- * counts and refuses them as before), and a body that is not a JSON object is handed on as its bytes,
- * for the GraphQL server's own answer to it.
+ * Whether a request's `Authorization` header names a key an earlier request read (and the service
+ * remembers): only such a request's body is read before its key is checked.
  */
-function readingJsonBodies(listener: RequestListener): RequestListener {
+export type KnownKey = (authorization: string | undefined) => boolean;
+
+/**
+ * A GraphQL request posted as JSON with a declared length within the body limit, with a key an
+ * earlier request read, is read and parsed here, before the GraphQL server sees it, and handed on
+ * as `request.body` (which the fetch adapter under graphql-yoga takes as the parsed body): otherwise
+ * each request's body went through a web stream, a TransformStream that counts its bytes, a stream
+ * pipeline and a second Request, about a tenth of a recording request's CPU. Nothing else changes: a
+ * request without a known key (the GraphQL server reads its key before its body: without a valid
+ * one, its body is never read), a body of no declared length, over the limit or compressed, and
+ * every other request go on untouched (the GraphQL server counts and refuses them as before), and a
+ * body that is not a JSON object is handed on as its bytes, for the GraphQL server's own answer to it.
+ */
+function readingJsonBodies(listener: RequestListener, knownKey: KnownKey): RequestListener {
   return (request, response) => {
     const length = request.headers['content-length'];
     if (
@@ -177,7 +184,8 @@ function readingJsonBodies(listener: RequestListener): RequestListener {
       !request.headers['content-type']?.includes('application/json') ||
       // A compressed body is the GraphQL server's to decompress.
       (request.headers['content-encoding'] ?? 'identity') !== 'identity' ||
-      (request.url !== GRAPHQL_PATH && !request.url?.startsWith(`${GRAPHQL_PATH}?`))
+      (request.url !== GRAPHQL_PATH && !request.url?.startsWith(`${GRAPHQL_PATH}?`)) ||
+      !knownKey(request.headers.authorization)
     ) {
       listener(request, response);
       return;
@@ -226,13 +234,15 @@ function unparsedBody(bytes: Buffer): { bytes: number; [Symbol.asyncIterator]():
 export function createHttpServer(
   listener: RequestListener,
   limits: TransportLimits = defaultTransportLimits,
+  /** Requests whose JSON body the transport reads first (readingJsonBodies); default: none. */
+  knownKey: KnownKey = () => false,
 ): Server {
   // Node checks the two timeouts every 30 s by default: check often enough to keep them.
   const connectionsCheckingInterval = Math.max(
     50,
     Math.min(1_000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
   );
-  const jsonListener = readingJsonBodies(listener);
+  const jsonListener = readingJsonBodies(listener, knownKey);
   // The answer under way on each connection: a refusal is written only when none has started.
   const answering = new WeakMap<Duplex, ServerResponse>();
   // The last request on each connection, whose unread body a lingering close drops.

@@ -65,6 +65,18 @@ export function rememberedActor(db: Database, keyHash: string): Actor | null {
   return remembered.get(db)?.get(keyHash) ?? null;
 }
 
+/** The key of an `Authorization: Bearer <key>` header; null without one. */
+export function bearerKeyOf(authorization: string | null | undefined): string | null {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? null;
+}
+
+/** Whether an `Authorization` header names a key read earlier in this process (rememberedActor). */
+export function isBearerRemembered(db: Database, authorization: string | undefined): boolean {
+  const key = bearerKeyOf(authorization);
+  const keyHash = key === null ? null : keyHashOf(key);
+  return keyHash !== null && rememberedActor(db, keyHash) !== null;
+}
+
 /** Forgets a key: the next request with it reads it. */
 export function forgetKey(db: Database, keyHash: string): void {
   remembered.get(db)?.delete(keyHash);

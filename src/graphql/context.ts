@@ -1,6 +1,6 @@
 import { type DocumentNode, GraphQLError, Kind } from 'graphql';
 import type { GraphQLParams, Plugin } from 'graphql-yoga';
-import { actorForKey, keyHashOf, rememberedActor } from '../db/api-keys.ts';
+import { actorForKey, bearerKeyOf, keyHashOf, rememberedActor } from '../db/api-keys.ts';
 import type { DatabaseHandle } from '../db/connection.ts';
 import { isDatabaseUnavailable } from '../db/faults.ts';
 import { RequestLimits } from '../domain/limits.ts';
@@ -75,10 +75,9 @@ const parsedDocuments = new WeakMap<Request, DocumentNode>();
 
 /** The bearer key of a request; refused with 401 when there is none. */
 function bearerKey(request: Request): string {
-  const header = request.headers.get('authorization') ?? '';
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match?.[1]) throw unauthenticated('send an API key: Authorization: Bearer <key>');
-  return match[1];
+  const key = bearerKeyOf(request.headers.get('authorization'));
+  if (key === null) throw unauthenticated('send an API key: Authorization: Bearer <key>');
+  return key;
 }
 
 /** The actor behind `Authorization: Bearer <key>`, read from the database; refused with 401 when there is no such key. */

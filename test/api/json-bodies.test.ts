@@ -1,23 +1,34 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runs } from '../../drizzle/schema.ts';
+import { isBearerRemembered } from '../../src/db/api-keys.ts';
 import { openTestApi, type TestApi } from '../support/api.ts';
 import { backendNames } from '../support/databases.ts';
-import { type Listening, listen } from '../support/http.ts';
+import { codesIn, type Listening, listen, RawConnection } from '../support/http.ts';
 
 /**
- * A GraphQL request posted as JSON with a declared length is read and parsed by the transport before the
- * GraphQL server sees it; one sent chunked (no declared length) is read by the GraphQL server itself, as
- * before. Whatever the body, both framings get the same answer.
+ * A GraphQL request posted as JSON with a declared length, with a key an earlier request read, is read and
+ * parsed by the transport before the GraphQL server sees it; one sent chunked (no declared length) is read
+ * by the GraphQL server itself, as before. Whatever the body, both framings get the same answer.
  */
 describe.each(backendNames)('GraphQL bodies read by the transport (%s)', (backend) => {
   let api: TestApi;
   let server: Listening;
   let key = '';
+  /** Whether each request reached the GraphQL server with its body read by the transport. */
+  const readFirst: boolean[] = [];
 
   beforeAll(async () => {
     api = await openTestApi(backend);
-    server = await listen(api.server);
+    server = await listen(
+      (request: IncomingMessage, response: ServerResponse) => {
+        readFirst.push('body' in request);
+        void api.server(request, response);
+      },
+      {},
+      (authorization) => isBearerRemembered(api.database.handle.db, authorization),
+    );
     key = await api.keyFor();
   });
   afterAll(async () => {
@@ -79,6 +90,34 @@ describe.each(backendNames)('GraphQL bodies read by the transport (%s)', (backen
       body: answer.body.replace(/"[0-9a-f-]{36}"/g, '"<uuid>"'),
     });
     expect(shape(declared)).toEqual(shape(chunked));
+  });
+
+  it('reads first the body of a key an earlier request read, never that of a key not read or of none', async () => {
+    await post(QUERY, 'declared');
+    readFirst.length = 0;
+    expect((await post(QUERY, 'declared')).status).toBe(200);
+    expect((await post(QUERY, 'chunked')).status).toBe(200);
+    const unknown = await post(QUERY, 'declared', '/graphql', { authorization: 'Bearer rl_not_a_key' });
+    const none = await post(QUERY, 'declared', '/graphql', { authorization: '' });
+    expect([unknown.status, none.status]).toEqual([401, 401]);
+    expect(readFirst).toEqual([true, false, false, false]);
+  });
+
+  it('answers a request without a key before its body has come, and stores nothing', async () => {
+    const before = await api.database.handle.db.$count(runs);
+    const connection = await RawConnection.open(server.port);
+    try {
+      // A body of 10 MB declared, its first bytes sent, the rest never: the key is read first.
+      await connection.write(
+        `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${10 * 1024 * 1024}\r\n\r\n{"query":"mutation { startRun(`,
+      );
+      await connection.waitAnswer(5_000);
+      const [answer] = connection.answers();
+      expect([answer?.status, ...codesIn(answer?.body ?? '')]).toEqual([401, 'UNAUTHENTICATED']);
+    } finally {
+      connection.destroy();
+    }
+    expect(await api.database.handle.db.$count(runs)).toBe(before);
   });
 
   it('stores what a recording request sent with a declared length says, as one sent chunked', async () => {

@@ -1,7 +1,12 @@
-import type { Server as HttpServer } from 'node:http';
+import type { Server as HttpServer, RequestListener } from 'node:http';
 import { type AddressInfo, connect, type Socket } from 'node:net';
 import type { Server } from '../../src/server.ts';
-import { createHttpServer, defaultTransportLimits, type TransportLimits } from '../../src/transport.ts';
+import {
+  createHttpServer,
+  defaultTransportLimits,
+  type KnownKey,
+  type TransportLimits,
+} from '../../src/transport.ts';
 
 export interface Listening {
   http: HttpServer;
@@ -10,9 +15,16 @@ export interface Listening {
   close(): Promise<void>;
 }
 
-/** The HTTP server the entry point builds, on a free port; tests may make its limits small. */
-export async function listen(server: Server, limits: Partial<TransportLimits> = {}): Promise<Listening> {
-  const http = createHttpServer(server, { ...defaultTransportLimits, ...limits });
+/**
+ * The HTTP server the entry point builds, on a free port; tests may make its limits small, and say
+ * which keys are known (whose JSON bodies the transport reads first; default: none).
+ */
+export async function listen(
+  server: Server | RequestListener,
+  limits: Partial<TransportLimits> = {},
+  knownKey?: KnownKey,
+): Promise<Listening> {
+  const http = createHttpServer(server, { ...defaultTransportLimits, ...limits }, knownKey);
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const port = (http.address() as AddressInfo).port;
   return {
