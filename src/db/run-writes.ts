@@ -5,7 +5,6 @@ import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
 import type { RunStep, RunStepRecord } from '../domain/run-step.ts';
 import type { ToolCall } from '../domain/run-trace.ts';
-import { forgetKey } from './api-keys.ts';
 import { type Database, selectRows } from './connection.ts';
 import { inJsonbKeyOrder } from './jsonb.ts';
 import { runNoticeSql } from './notices.ts';
@@ -28,8 +27,17 @@ export interface RunInsert {
   startedAt: Date | null;
 }
 
-/** What one call of `append_run_steps` (migration 0018) is asked to do. */
+/**
+ * How `append_run_steps` (migrations/repeatable/60) appends: `append`, at once when the run is open and
+ * within the limits (else `judge`); `hold`, nothing written, the run locked and its next sequence
+ * answered (`judge`) for the rules to be applied in the same transaction; `judged`, the steps the rules
+ * were applied to, numbered from that sequence.
+ */
+export type AppendMode = 'append' | 'hold' | 'judged';
+
+/** What one call of `append_run_steps` is asked to do. */
 export interface OneStatementAppend {
+  mode: AppendMode;
   runUuid: string;
   /** The only owner whose runs take the steps here; null: any owner (trusted writers). */
   owner: string | null;
@@ -41,7 +49,10 @@ export interface OneStatementAppend {
   openStatuses: readonly RunStatus[];
   maxSequence: number;
   maxRunTokens: number;
-  /** The steps, numbered by the statement from the run's last sequence + 1 (their own sequence is ignored). */
+  /**
+   * The steps, numbered by the statement from the run's last sequence + 1: their own sequence is ignored
+   * in `append`, and must be that in `judged`.
+   */
   steps: readonly RunStep[];
   rollups: RunRollups;
   /** Whether the statement itself sends the run's live notice (LISTEN/NOTIFY), delivered when it commits. */
@@ -50,11 +61,13 @@ export interface OneStatementAppend {
 
 /**
  * What the statement did. `judge`: nothing written, the run needs the
- * domain's rules (terminal, another owner, a limit); `replayed`: the key had
- * been seen, nothing written, the stored steps returned.
+ * domain's rules (terminal, a limit), and in `hold` the run as locked and the
+ * sequence its next step takes; `replayed`: the key had been seen, nothing
+ * written, the stored steps returned.
  */
 export type OneStatementOutcome =
-  | { outcome: 'unauthenticated' | 'not_found' | 'judge' }
+  | { outcome: 'unauthenticated' | 'not_found' }
+  | { outcome: 'judge'; held: { run: RunRow; firstSequence: number } | null }
   | { outcome: 'replayed'; fingerprint: string; run: RunRow; steps: StepRow[] }
   | { outcome: 'appended'; run: RunRow; steps: StepRow[]; announced: boolean };
 
@@ -111,9 +124,9 @@ type RawOutcome = {
 };
 
 /** One prepared statement per database (or transaction): named, so PostgreSQL parses and plans it once per connection. */
-const appendStatements = new WeakMap<Database, ReturnType<typeof prepareAppend>>();
+const appendStatements = new WeakMap<Database | Transaction, ReturnType<typeof prepareAppend>>();
 
-function prepareAppend(db: Database) {
+function prepareAppend(db: Database | Transaction) {
   const p = (name: string) => sql.placeholder(name);
   // The new steps' notice, when asked for and steps were stored: the run's uuid and its last sequence.
   const stored = sql`${p('announce')}::boolean and appended->>'outcome' = 'appended' and jsonb_array_length(appended->'ids') > 0`;
@@ -125,24 +138,25 @@ function prepareAppend(db: Database) {
       announced: sql<boolean>`case when ${stored} then (select true from (select ${notice}) as sent) else false end`,
     })
     .from(
-      sql`append_run_steps(${p('runUuid')}::uuid, ${p('owner')}::text, ${p('keyHash')}::text, ${p('idempotencyKey')}::text, ${p('fingerprint')}::text, ${p('openStatuses')}::text[], ${p('maxSequence')}::bigint, ${p('maxRunTokens')}::bigint, ${p('steps')}::jsonb, ${p('rounds')}::int, ${p('promptTokens')}::bigint, ${p('completionTokens')}::bigint, ${p('estimatedCost')}::numeric) AS appended`,
+      sql`append_run_steps(${p('mode')}::text, ${p('runUuid')}::uuid, ${p('owner')}::text, ${p('keyHash')}::text, ${p('idempotencyKey')}::text, ${p('fingerprint')}::text, ${p('openStatuses')}::text[], ${p('maxSequence')}::bigint, ${p('maxRunTokens')}::bigint, ${p('steps')}::jsonb, ${p('rounds')}::int, ${p('promptTokens')}::bigint, ${p('completionTokens')}::bigint, ${p('estimatedCost')}::numeric) AS appended`,
     )
     .prepare('append_run_steps');
 }
 
-/** The step as the statement reads it: the columns of run_steps but id, run_id and sequence. */
-function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> {
-  const { sequence: _sequence, ...record } = step.toRecord();
+/** The step as the statement reads it: the columns of run_steps but id and run_id (the sequence read in `judged` only). */
+function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> & { sequence?: number } {
+  const record: Omit<RunStepRecord, 'sequence'> & { sequence?: number } = step.toRecord();
+  delete record.sequence;
   return record;
 }
 
 /**
- * Appends in one statement and one round trip (migration 0018): the run's
- * lock, the next sequence, the idempotency key, the rows, the key's claim and
- * the run's rollups, all or nothing.
+ * Appends in one statement and one round trip: the run's lock, the next
+ * sequence, the idempotency key, the rows, the key's claim and the run's
+ * rollups, all or nothing (in a transaction: the caller's).
  */
 export async function appendInOneStatement(
-  db: Database,
+  db: Database | Transaction,
   append: OneStatementAppend,
 ): Promise<OneStatementOutcome> {
   let statement = appendStatements.get(db);
@@ -150,8 +164,9 @@ export async function appendInOneStatement(
     statement = prepareAppend(db);
     appendStatements.set(db, statement);
   }
-  const records = append.steps.map(stepRecord);
+  const records = append.steps.map(append.mode === 'judged' ? (step) => step.toRecord() : stepRecord);
   const [row] = await statement.execute({
+    mode: append.mode,
     runUuid: append.runUuid,
     owner: append.owner,
     keyHash: append.keyHash,
@@ -178,7 +193,7 @@ export async function appendInOneStatement(
       // The rows as sent: the column values are those the statement stored, and the jsonb
       // columns in the form they are stored in, as a replay reads them.
       const steps = records.map(
-        (record, i): StepRow => ({
+        ({ sequence: _sequence, ...record }, i): StepRow => ({
           ...record,
           payload: inJsonbKeyOrder(record.payload),
           metadata: inJsonbKeyOrder(record.metadata),
@@ -196,10 +211,11 @@ export async function appendInOneStatement(
         run: runFromJson(raw.run ?? {}),
         steps: (raw.steps ?? []).map(stepFromJson),
       };
-    case 'unauthenticated':
-      // The key is revoked: the next request with it reads it, and is refused there.
-      if (append.keyHash) forgetKey(db, append.keyHash);
-      return { outcome: raw.outcome };
+    case 'judge':
+      return {
+        outcome: raw.outcome,
+        held: raw.run ? { run: runFromJson(raw.run), firstSequence: Number(raw.firstSequence) } : null,
+      };
     default:
       return { outcome: raw.outcome };
   }

@@ -1,14 +1,6 @@
-import { isKeyActive } from '../db/api-keys.ts';
+import { forgetKey, isKeyActive } from '../db/api-keys.ts';
 import type { Database } from '../db/connection.ts';
-import {
-  addRollups,
-  appendInOneStatement,
-  claimKey,
-  findKeyedRequest,
-  insertSteps,
-  lastSequence,
-  lockRun,
-} from '../db/run-writes.ts';
+import { appendInOneStatement, type OneStatementOutcome } from '../db/run-writes.ts';
 import type { RunRow } from '../db/runs.ts';
 import type { StepRow } from '../db/steps.ts';
 import {
@@ -74,6 +66,8 @@ export interface AppendResult {
 /** The statuses in which a run takes any step; in the others the domain decides step by step. */
 const OPEN_STATUSES = RUN_STATUSES.filter((status) => !isTerminalStatus(status));
 
+const NO_ROLLUPS: RunRollups = { rounds: 0, promptTokens: 0, completionTokens: 0, estimatedCost: 0 };
+
 /**
  * Appends steps to a run, all or nothing. Appends to one run are serialised
  * on its row: sequence numbers continue from the last stored one without
@@ -82,15 +76,17 @@ const OPEN_STATUSES = RUN_STATUSES.filter((status) => !isTerminalStatus(status))
  * steps. Trusted writers (demo data) call this directly; clients go through
  * `recordSteps`.
  *
- * The common case, an open run of the writer's own within every limit, is one
- * statement and one round trip (`appendInOneStatement`). Whatever needs a
- * rule's judgement (a terminal run, another owner, a limit, steps the trace
- * refuses) is decided by `appendJudged`, in a transaction, with the same
- * answers as ever. This is the one point where an append is known committed.
+ * Every append writes through one statement, `append_run_steps`
+ * (`appendInOneStatement`), which holds the append's mechanics: the key, the
+ * run's lock, the retry key, the numbering, the claim and the totals. The
+ * rules of which steps a run takes are stated here alone (`RunTrace`,
+ * `checkRunAcceptsSteps`, `stepRollups`). The common case, an open run of the
+ * writer's own within every limit, takes the steps at once: one statement,
+ * one round trip. Whatever needs a rule's judgement (a terminal run, a limit,
+ * steps the trace refuses) is judged by `appendJudged`. This is the one point
+ * where an append is known committed.
  */
 export async function appendSteps(db: Database, request: AppendRequest): Promise<AppendResult> {
-  const key = request.idempotencyKey ?? null;
-  const fingerprint = request.fingerprint ?? '';
   let prepared: { steps: readonly RunStep[]; rollups: RunRollups };
   try {
     // Numbered from 1 here; the statement numbers them from the run's last sequence.
@@ -107,50 +103,71 @@ export async function appendSteps(db: Database, request: AppendRequest): Promise
     throw error;
   }
   const done = await appendInOneStatement(db, {
+    ...statementOf(request),
+    mode: 'append',
+    steps: prepared.steps,
+    rollups: prepared.rollups,
+  });
+  if (done.outcome === 'judge') return appendJudged(db, { ...request, keyHash: null });
+  return answerOf(db, request, done);
+}
+
+/** What every statement of an append is asked, but its mode and steps. */
+function statementOf(request: AppendRequest) {
+  return {
     runUuid: request.runUuid,
     owner: request.owner ?? null,
     keyHash: request.keyHash ?? null,
-    idempotencyKey: key,
-    fingerprint,
+    idempotencyKey: request.idempotencyKey ?? null,
+    fingerprint: request.fingerprint ?? '',
     openStatuses: OPEN_STATUSES,
     maxSequence: Limits.maxSequence,
     maxRunTokens: Limits.maxRunTokens,
-    steps: prepared.steps,
-    rollups: prepared.rollups,
     announce: request.announce ?? false,
-  });
+  };
+}
+
+/** The answer to a statement that did not ask for judgement. */
+function answerOf(
+  db: Database,
+  request: AppendRequest,
+  done: Exclude<OneStatementOutcome, { outcome: 'judge' }>,
+): AppendResult {
   switch (done.outcome) {
     case 'unauthenticated':
+      // The key is revoked: the next request with it reads it, and is refused there.
+      if (request.keyHash) forgetKey(db, request.keyHash);
       throw new KeyNotActiveError();
     case 'not_found':
       throw new RunNotFoundError(request.runUuid);
     case 'replayed':
-      if (done.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(key ?? '');
+      if (done.fingerprint !== (request.fingerprint ?? '')) {
+        throw new IdempotencyKeyReusedError(request.idempotencyKey ?? '');
+      }
       return { run: done.run, steps: done.steps, replayed: true };
     case 'appended':
       return { run: done.run, steps: done.steps, replayed: false, announced: done.announced };
-    case 'judge':
-      return appendJudged(db, { ...request, keyHash: null });
   }
 }
 
-/** The append with every rule applied in TypeScript, step by step, in one transaction. */
+/**
+ * The append with the rules applied to the run as it is: in one transaction,
+ * the run held (`hold`: the key, the lock, the retry key, the next sequence),
+ * the steps built from that sequence and judged, then written by the same
+ * statement (`judged`). Two statements of the one append, nothing stated twice.
+ */
 async function appendJudged(db: Database, request: AppendRequest): Promise<AppendResult> {
   return db.transaction(async (tx) => {
-    if (request.keyHash && !(await isKeyActive(tx, request.keyHash))) throw new KeyNotActiveError();
-    const run = await lockRun(tx, request.runUuid, request.owner === undefined ? null : [request.owner]);
-    if (!run) throw new RunNotFoundError(request.runUuid);
-    const key = request.idempotencyKey ?? null;
-    const fingerprint = request.fingerprint ?? '';
-    if (key !== null) {
-      const seen = await findKeyedRequest(tx, run.id, key);
-      if (seen) {
-        if (seen.fingerprint !== fingerprint) throw new IdempotencyKeyReusedError(key);
-        return { run, steps: seen.steps, replayed: true };
-      }
-    }
-
-    const firstSequence = (await lastSequence(tx, run.id)) + 1;
+    const statement = statementOf(request);
+    const held = await appendInOneStatement(tx, {
+      ...statement,
+      mode: 'hold',
+      steps: [],
+      rollups: NO_ROLLUPS,
+    });
+    if (held.outcome !== 'judge') return answerOf(db, request, held);
+    if (!held.held) throw new Error('append_run_steps held no run');
+    const { run, firstSequence } = held.held;
     const trace = new RunTrace({ nextSequence: firstSequence, clock: request.clock });
     request.build(trace);
     const built = trace.steps;
@@ -158,20 +175,17 @@ async function appendJudged(db: Database, request: AppendRequest): Promise<Appen
       { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt },
       built,
     );
-    const rollups = stepRollups(built, run);
-
-    const steps = await insertSteps(tx, run.id, built);
-    if (key !== null) {
-      await claimKey(tx, {
-        runId: run.id,
-        idempotencyKey: key,
-        fingerprint,
-        firstSequence,
-        stepCount: built.length,
-      });
-    }
-    if (built.length === 0) return { run, steps, replayed: false };
-    return { run: (await addRollups(tx, run.id, rollups)) ?? run, steps, replayed: false };
+    const done = await appendInOneStatement(tx, {
+      ...statement,
+      // Checked by the statement that held the run, in this transaction.
+      keyHash: null,
+      mode: 'judged',
+      steps: built,
+      rollups: stepRollups(built, run),
+    });
+    if (done.outcome === 'judge')
+      throw new Error('append_run_steps asked again for the judgement it was given');
+    return answerOf(db, request, done);
   });
 }
 

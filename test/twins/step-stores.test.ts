@@ -1,6 +1,6 @@
 // Twins: a step's columns are read from its JSON record (RunStep.toRecord()) by two statements, the
-// one-statement append (`append_run_steps`, migrations) and `storeStepsSql` (src/db/run-writes.ts, used by
-// the judged append, human requests and OTLP). The same steps stored each way must be the same rows, and
+// append (`append_run_steps`, migrations/repeatable/60) and `storeStepsSql` (src/db/run-writes.ts, used by
+// human requests and OTLP). The same steps stored each way must be the same rows, and
 // the rows each answers must be the rows stored.
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,7 @@ describe.each(backendNames)('a step stored by append_run_steps and by storeSteps
     const [viaAppend, viaStore] = [await newRun('append'), await newRun('store')];
     const built = steps();
     const appended = await appendInOneStatement(db, {
+      mode: 'append',
       runUuid: viaAppend.uuid,
       owner: 'alice',
       keyHash: null,
