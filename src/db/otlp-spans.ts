@@ -1,7 +1,11 @@
-import { and, eq, inArray, type SQL, sql } from 'drizzle-orm';
-import { otlpSpans, runs } from '../../drizzle/schema.ts';
+import { type SQL, sql } from 'drizzle-orm';
+import type { RunRollups } from '../domain/run-rollups.ts';
+import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
+import type { RunStep } from '../domain/run-step.ts';
 import { type Database, selectRows } from './connection.ts';
-import type { Transaction } from './run-writes.ts';
+import { sqlState } from './faults.ts';
+import { runNoticeSql } from './notices.ts';
+import { type RunInsert, storeStepsSql, type Transaction } from './run-writes.ts';
 import { textArrayLiteral } from './stats-sql.ts';
 
 /** Spans received over OTLP (migrations/0017): which are stored, and which run a trace went to. SQL only. */
@@ -130,16 +134,31 @@ export async function runsOfTraces(
   traceIds: readonly string[],
 ): Promise<Map<string, string>> {
   if (traceIds.length === 0) return new Map();
-  const rows = await db
-    .selectDistinct({ traceId: otlpSpans.traceId, uuid: runs.uuid })
-    .from(otlpSpans)
-    .innerJoin(runs, eq(runs.id, otlpSpans.runId))
-    .where(and(eq(otlpSpans.owner, owner), inArray(otlpSpans.traceId, [...traceIds])));
-  return new Map(rows.map((row) => [row.traceId, row.uuid]));
+  const [row] = await selectRows<{ known: [string, string][] }>(
+    db,
+    sql`select (${knownTracesSql(owner, traceIds)}) as known`,
+  );
+  return new Map(row?.known ?? []);
 }
 
-/** The statement that records spans as stored, in the run's transaction; the unique index refuses a span stored twice. */
-export function insertSpansSql(owner: string, runId: number, spans: readonly StoredSpan[]): SQL {
+/** runsOfTraces' answer as one JSON value, pairs of trace id and run uuid: a statement, or a part of one. */
+function knownTracesSql(owner: string, traceIds: readonly string[]): SQL {
+  return sql`select coalesce(json_agg(json_build_array(k.trace_id, k.uuid)), '[]'::json)
+               from (select distinct o.trace_id, r.uuid from otlp_spans o join runs r on r.id = o.run_id
+                      where o.owner = ${owner} and o.trace_id = any(${textArrayLiteral(traceIds)}::text[])) as k`;
+}
+
+/**
+ * The statement that records spans as stored, in the run's transaction; the unique index refuses a span
+ * stored twice. The run is its id, or the rows of a part of the same statement that inserts it (see storeStepsSql).
+ */
+export function insertSpansSql(
+  owner: string,
+  run: number | { part: string },
+  spans: readonly StoredSpan[],
+): SQL {
+  const [runId, from] =
+    typeof run === 'number' ? [sql`${run}`, sql``] : [sql.raw(`${run.part}.id`), sql.raw(`${run.part}, `)];
   // Parallel arrays unnested: three parameters for any number of spans (a row of parameters each took
   // hundreds of milliseconds of the event loop to build for 10,000 spans).
   const sequences = `{${spans.map((span) => (span.sequence === null ? 'NULL' : String(span.sequence))).join(',')}}`;
@@ -150,7 +169,7 @@ export function insertSpansSql(owner: string, runId: number, spans: readonly Sto
     insert into otlp_spans (owner, trace_id, span_id, run_id, sequence, parent_span_id, call_role,
                             tool_name, started_unix_nano, ended_unix_nano)
     select ${owner}, t, s, ${runId}, q, nullif(p, ''), nullif(c, ''), nullif(n, ''), b, e
-      from unnest(${textArrayLiteral(spans.map((span) => span.traceId))}::text[],
+      from ${from}unnest(${textArrayLiteral(spans.map((span) => span.traceId))}::text[],
                   ${textArrayLiteral(spans.map((span) => span.spanId))}::text[],
                   ${sequences}::int[],
                   ${textArrayLiteral(spans.map((span) => optional(span.parentSpanId)))}::text[],
@@ -158,4 +177,109 @@ export function insertSpansSql(owner: string, runId: number, spans: readonly Sto
                   ${textArrayLiteral(spans.map((span) => optional(span.call?.toolName)))}::text[],
                   ${nanos((call) => call.startUnixNano)}::bigint[],
                   ${nanos((call) => call.endUnixNano)}::bigint[]) as x(t, s, q, p, c, n, b, e)`;
+}
+
+/** A run new to a group of spans, as `insertNewSpanRun` inserts it. */
+export interface NewSpanRun {
+  run: RunInsert;
+  /** Its steps' totals; null without steps. */
+  rollups: RunRollups | null;
+  /** Its end, from its root span; null while it runs. */
+  ending: { status: RunStatus; reason: TerminationReason; finishedAt: Date } | null;
+  /** Every trace of the group: none may have a span stored by this sender. */
+  traceIds: readonly string[];
+  steps: readonly RunStep[];
+  records: readonly StoredSpan[];
+  /** A remembered key, checked active in the same statement; null: checked already. */
+  keyHash: string | null;
+  /** Whether the statement sends the run's live notice (delivered at commit). */
+  announce: boolean;
+}
+
+/**
+ * A group of spans whose traces the sender never sent, written as a new run
+ * in one statement (its own transaction): the run inserted with its totals
+ * and end, unless it is there already, or a span of its traces is stored, or
+ * the key is no longer active; then its steps and span records, all or
+ * nothing. `inserted` false: nothing written, and `known` is what
+ * runsOfTraces answers for the traces, read in the same statement (null when
+ * it could not be: a delivery of the same spans committing meanwhile made the
+ * statement fail on the spans' unique index).
+ */
+export async function insertNewSpanRun(
+  db: Database,
+  write: NewSpanRun,
+): Promise<{ inserted: boolean; keyActive: boolean; known: Map<string, string> | null }> {
+  const { run, rollups, ending } = write;
+  const keyActive =
+    write.keyHash === null
+      ? sql`true`
+      : sql`exists (select 1 from api_keys where key_hash = ${write.keyHash} and revoked_at is null)`;
+  const parts = [
+    sql`fresh as (
+      insert into runs (uuid, owner, configuration, status, termination_reason, rounds, prompt_tokens,
+                        completion_tokens, estimated_cost, created_at, started_at, finished_at)
+      select ${run.uuid}::uuid, ${run.owner}, ${run.configuration}, ${ending?.status ?? run.status},
+             ${ending?.reason ?? null}, ${rollups?.rounds ?? 0}::int, ${rollups?.promptTokens ?? 0}::bigint,
+             ${rollups?.completionTokens ?? 0}::bigint, ${rollups?.estimatedCost ?? 0}::numeric,
+             ${run.createdAt.toISOString()}::timestamptz, ${run.startedAt?.toISOString() ?? null}::timestamptz,
+             ${ending?.finishedAt.toISOString() ?? null}::timestamptz
+       where ${keyActive}
+         and not exists (select 1 from otlp_spans
+                          where owner = ${run.owner} and trace_id = any(${textArrayLiteral(write.traceIds)}::text[]))
+      on conflict (uuid) do nothing
+      returning id)`,
+  ];
+  if (write.steps.length > 0) parts.push(sql`steps as (${storeStepsSql({ part: 'fresh' }, write.steps)})`);
+  if (write.records.length > 0)
+    parts.push(sql`spans as (${insertSpansSql(run.owner, { part: 'fresh' }, write.records)})`);
+  const notice = write.announce
+    ? sql`case when exists (select 1 from fresh) then (select true from (select ${runNoticeSql(sql`${run.uuid}::text`, sql`null::int`)}) as sent) end`
+    : sql`null`;
+  try {
+    const [row] = await selectRows<{
+      inserted: boolean;
+      key_active: boolean;
+      known: [string, string][] | null;
+    }>(
+      db,
+      sql`with ${sql.join(parts, sql`, `)}
+          select exists (select 1 from fresh) as inserted, ${keyActive} as key_active, ${notice} as announced,
+                 case when not exists (select 1 from fresh) then (${knownTracesSql(run.owner, write.traceIds)}) end as known`,
+    );
+    const known = row?.known ? new Map(row.known) : null;
+    return { inserted: row?.inserted === true, keyActive: row?.key_active === true, known };
+  } catch (error) {
+    if (sqlState(error) === UNIQUE_VIOLATION) return { inserted: false, keyActive: true, known: null };
+    throw error;
+  }
+}
+
+/** PostgreSQL's SQLSTATE for a row a unique index already holds. */
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Traces this process wrote or found stored, per database, by sender and trace id: a hint, never a
+ * rule. A request of traces it holds is most likely a retry or a later part of a trace (an SDK's batch
+ * processor sends a long trace in several requests), for which the statement of a new run would be
+ * made and sent only to find the trace known. Bounded: when full it starts again empty.
+ */
+const seenTraces = new WeakMap<Database, Set<string>>();
+const SEEN_TRACES_HELD = 10_000;
+const seenKey = (owner: string, traceId: string) => `${owner}\n${traceId}`;
+
+/** Whether this process wrote or found stored a span of one of these traces of this sender. */
+export function anyTraceSeen(db: Database, owner: string, traceIds: readonly string[]): boolean {
+  const seen = seenTraces.get(db);
+  return seen !== undefined && traceIds.some((traceId) => seen.has(seenKey(owner, traceId)));
+}
+
+/** Notes traces of a sender as written or found stored. */
+export function noteTracesSeen(db: Database, owner: string, traceIds: readonly string[]): void {
+  let seen = seenTraces.get(db);
+  if (!seen || seen.size + traceIds.length > SEEN_TRACES_HELD) {
+    seen = new Set();
+    seenTraces.set(db, seen);
+  }
+  for (const traceId of traceIds) seen.add(seenKey(owner, traceId));
 }

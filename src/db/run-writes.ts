@@ -313,15 +313,18 @@ export async function insertSteps(
  * The statement that stores steps numbered by the caller, nothing read back: the steps as one
  * JSON parameter (the columns append_run_steps reads them by), where a row of parameters a step
  * cost the service building and sending 13 values each, and a statement held at most 5,000 steps
- * (PostgreSQL's 65,535 parameters).
+ * (PostgreSQL's 65,535 parameters). The run is its id, or the rows of a part of the same statement
+ * that inserts it (`{ part }`, its `id` column): no run there, no steps.
  */
-export function storeStepsSql(runId: number, steps: readonly RunStep[]): SQL {
+export function storeStepsSql(run: number | { part: string }, steps: readonly RunStep[]): SQL {
+  const [runId, from] =
+    typeof run === 'number' ? [sql`${run}`, sql``] : [sql.raw(`${run.part}.id`), sql.raw(`${run.part}, `)];
   return sql`
     insert into run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server,
                            tool_is_error, tool_outcome, payload, metadata)
     select ${runId}, s.sequence, s.kind, s.round, s."durationMs", s."occurredAt", s."toolName", s.server,
            s."toolIsError", s."toolOutcome", coalesce(s.payload, '{}'::jsonb), coalesce(s.metadata, '{}'::jsonb)
-      from jsonb_to_recordset(${JSON.stringify(steps.map((step) => step.toRecord()))}::jsonb) as s(
+      from ${from}jsonb_to_recordset(${JSON.stringify(steps.map((step) => step.toRecord()))}::jsonb) as s(
              sequence integer, kind text, round integer, "durationMs" integer, "occurredAt" timestamptz,
              "toolName" text, server text, "toolIsError" boolean, "toolOutcome" text, payload jsonb, metadata jsonb)`;
 }

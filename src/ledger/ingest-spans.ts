@@ -1,21 +1,28 @@
 import { isKeyActive } from '../db/api-keys.ts';
 import type { Database } from '../db/connection.ts';
-import { heldOfArriving, insertSpansSql, runsOfTraces, type StoredSpan } from '../db/otlp-spans.ts';
+import {
+  anyTraceSeen,
+  heldOfArriving,
+  insertNewSpanRun,
+  insertSpansSql,
+  noteTracesSeen,
+  runsOfTraces,
+  type StoredSpan,
+} from '../db/otlp-spans.ts';
 import {
   insertRunUnlessPresent,
   lockRun,
   storeStepsSql,
-  type Transaction,
   updateRunSql,
   writeTogether,
 } from '../db/run-writes.ts';
-import type { RunRow } from '../db/runs.ts';
 import { serviceSecret } from '../db/service-secrets.ts';
 import { DomainError, KeyNotActiveError } from '../domain/errors.ts';
 import { checkName } from '../domain/limits.ts';
 import { requirePermission } from '../domain/permissions.ts';
 import { stepRollups } from '../domain/run-rollups.ts';
 import { isTerminalStatus, type RunStatus } from '../domain/run-status.ts';
+import type { RunStep } from '../domain/run-step.ts';
 import type { StepCommand } from '../domain/run-trace.ts';
 import { RunTrace } from '../domain/run-trace.ts';
 import { checkRunAcceptsSpanStep, type RunEnding, spanRunUuid } from '../domain/span-evidence.ts';
@@ -105,18 +112,16 @@ interface SpanGroup {
 }
 
 /**
- * The run of each span: the run its trace already went to; else, for a trace
- * new to the sender, the run of its conversation when one of its spans here
- * names one; else a run of its own.
+ * The run of each span: the run its trace already went to (`known`, by
+ * trace id); else, for a trace new to the sender, the run of its
+ * conversation when one of its spans here names one; else a run of its own.
  */
-async function groupSpans(
-  db: Database,
+function groupsOf(
   secret: string,
   owner: string,
   spans: readonly IngestedSpan[],
-): Promise<SpanGroup[]> {
-  const traceIds = [...new Set(spans.map((s) => s.traceId))];
-  const known = await runsOfTraces(db, owner, traceIds);
+  known: ReadonlyMap<string, string>,
+): SpanGroup[] {
   const conversationOf = new Map<string, string>();
   for (const span of spans) {
     if (span.conversationId !== null && !conversationOf.has(span.traceId)) {
@@ -153,25 +158,6 @@ function commandOf(step: SpanStep, now: Date): StepCommand {
   return { type: 'plain', step: plainStep(step.step, now) };
 }
 
-/**
- * The run of a group, created on its first span, and locked: one created here
- * is this transaction's until it commits (a second writer of the same trace
- * waits on its key), else it is locked; null when the uuid is another actor's.
- */
-async function runOfGroup(tx: Transaction, owner: string, group: SpanGroup): Promise<RunRow | null> {
-  const earliest = group.spans.reduce((a, b) => (b.startUnixNano < a.startUnixNano ? b : a));
-  const createdAt = new Date(Number(earliest.startUnixNano / 1_000_000n));
-  const created = await insertRunUnlessPresent(tx, {
-    uuid: group.uuid,
-    owner,
-    configuration: checkName(configurationOf(group.spans), 'configuration'),
-    status: 'running',
-    createdAt,
-    startedAt: createdAt,
-  });
-  return created ?? lockRun(tx, group.uuid, [owner]);
-}
-
 interface GroupOutcome {
   stored: number;
   duplicates: number;
@@ -185,11 +171,193 @@ function callOf(span: IngestedSpan): { role: 'tool' | 'mcp_call'; toolName: stri
   return { role: span.callRole, toolName: span.step.call.toolName };
 }
 
+/** What a run already holds of a group arriving for it (heldOfArriving), as the plan reads it. */
+interface Held {
+  stored: ReadonlySet<string>;
+  recordedApart: ReadonlySet<string>;
+  lastSequence: number;
+}
+/** A run new to this group holds nothing. */
+const NOTHING_HELD: Held = { stored: new Set(), recordedApart: new Set(), lastSequence: 0 };
+
+/** What a group writes: its steps, the spans recorded as stored, the run's end, and the answer's counts. */
+interface GroupPlan {
+  outcome: GroupOutcome;
+  steps: readonly RunStep[];
+  records: StoredSpan[];
+  ending: (RunEnding & { finishedAt: Date }) | null;
+}
+
+/** The spans of a group that write something: steps, and the root span that ends the run of its own trace. */
+function relevantOf(secret: string, owner: string, group: SpanGroup) {
+  const traceRuns = new Map<string, string>();
+  const runOfTrace = (traceId: string) => {
+    let uuid = traceRuns.get(traceId);
+    if (uuid === undefined) {
+      uuid = spanRunUuid(secret, owner, 'trace', traceId);
+      traceRuns.set(traceId, uuid);
+    }
+    return uuid;
+  };
+  // A root span ends the run of its own trace; a conversation's run has no last span.
+  const endsRun = (s: IngestedSpan) => s.ending !== null && group.uuid === runOfTrace(s.traceId);
+  return { relevant: group.spans.filter((s) => s.step !== null || endsRun(s)), endsRun };
+}
+
 /**
- * One group in one transaction: the run created if new and locked, spans
+ * The plan of one group against what its run holds, the rules applied: spans
  * already stored left out, the rest numbered after the last stored step in
- * start-time order, the spans recorded as stored, and the run ended by its
- * root span (a trace's run only: a conversation has no last span).
+ * start-time order, the run ended by its root span (a trace's run only). A
+ * refusal of one span is reported and the others are planned; a refusal of
+ * the group (a token total past its limit) is thrown.
+ */
+function planGroup(
+  relevant: readonly IngestedSpan[],
+  endsRun: (s: IngestedSpan) => boolean,
+  run: {
+    uuid: string;
+    status: string;
+    finishedAt: Date | null;
+    promptTokens: number;
+    completionTokens: number;
+  },
+  held: Held,
+  now: Date,
+  ignored: number,
+): GroupPlan {
+  const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored, rejected: [] };
+  const fresh = relevant.filter((s) => !held.stored.has(spanKey(s)));
+  outcome.duplicates = relevant.length - fresh.length;
+  const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
+  const trace = new RunTrace({ nextSequence: held.lastSequence + 1, clock: () => now });
+  const records: StoredSpan[] = [];
+  // Start-time order; spans that started in the same nanosecond keep the order they arrived in (a stable sort).
+  const ordered = [...fresh].sort((a, b) =>
+    a.startUnixNano === b.startUnixNano ? 0 : a.startUnixNano < b.startUnixNano ? -1 : 1,
+  );
+  for (const span of ordered) {
+    if (span.step === null) continue;
+    // The other span of a call an earlier request recorded: kept as seen, not recorded twice.
+    if (held.recordedApart.has(spanKey(span))) {
+      records.push({
+        traceId: span.traceId,
+        spanId: span.spanId,
+        sequence: null,
+        parentSpanId: span.parentSpanId ?? null,
+      });
+      continue;
+    }
+    try {
+      const call = callOf(span);
+      const command = commandOf(span.step, now);
+      const timing = command.type === 'plain' ? command.step : command.call;
+      checkRunAcceptsSpanStep(state, {
+        occurredAt: timing.occurredAt ?? now,
+        durationMs: timing.durationMs,
+      });
+      const [first] = trace.apply(command);
+      records.push({
+        traceId: span.traceId,
+        spanId: span.spanId,
+        sequence: first?.sequence ?? null,
+        parentSpanId: span.parentSpanId ?? null,
+        callRole: call?.role ?? null,
+        call:
+          call === null
+            ? null
+            : { toolName: call.toolName, startUnixNano: span.startUnixNano, endUnixNano: span.endUnixNano },
+      });
+    } catch (error) {
+      outcome.rejected.push(refusalOf(error));
+    }
+  }
+
+  // The root span ends a trace's run, after its steps: the latest-ending root if sent more than once.
+  const endings = ordered.filter(endsRun);
+  const recorded = new Set(records.map(spanKey));
+  for (const span of endings) {
+    if (!recorded.has(spanKey(span)))
+      records.push({ traceId: span.traceId, spanId: span.spanId, sequence: null });
+  }
+  const last = endings.reduce<IngestedSpan | null>(
+    (a, b) => (a === null || b.endedAt > a.endedAt ? b : a),
+    null,
+  );
+  const ending =
+    last?.ending && !isTerminalStatus(state.status) ? { ...last.ending, finishedAt: last.endedAt } : null;
+  // The run's token totals are checked here, for the whole group.
+  if (trace.steps.length > 0) stepRollups(trace.steps, run);
+  outcome.stored = records.length;
+  return { outcome, steps: trace.steps, records, ending };
+}
+
+/** The new run of a group: keyed, owned and configured by its spans, created when its earliest span started. */
+function newRunOf(owner: string, group: SpanGroup) {
+  const earliest = group.spans.reduce((a, b) => (b.startUnixNano < a.startUnixNano ? b : a));
+  const createdAt = new Date(Number(earliest.startUnixNano / 1_000_000n));
+  return {
+    uuid: group.uuid,
+    owner,
+    configuration: checkName(configurationOf(group.spans), 'configuration'),
+    status: 'running' as const,
+    createdAt,
+    startedAt: createdAt,
+  };
+}
+
+/**
+ * A group whose traces the sender never sent before, written as a new run in
+ * one statement and one round trip (`insertNewSpanRun`): the plan made for a
+ * run that holds nothing, the run inserted with its totals and end, its steps
+ * and span records, all or nothing. When that does not hold (a span of its
+ * traces stored, its run already there, a concurrent delivery of the same
+ * spans), nothing is written and the group takes the general path, with the
+ * runs its traces went to when the statement could read them.
+ */
+async function ingestNewRun(
+  db: Database,
+  secret: string,
+  owner: string,
+  group: SpanGroup,
+  now: Date,
+  announce: boolean,
+  rememberedKey: string | null,
+): Promise<{ written: GroupOutcome } | { known: ReadonlyMap<string, string> | null }> {
+  const run = newRunOf(owner, group);
+  const { relevant, endsRun } = relevantOf(secret, owner, group);
+  let plan: GroupPlan;
+  try {
+    plan = planGroup(
+      relevant,
+      endsRun,
+      { ...run, finishedAt: null, promptTokens: 0, completionTokens: 0 },
+      NOTHING_HELD,
+      now,
+      group.spans.length - relevant.length,
+    );
+  } catch (error) {
+    // A refusal of the whole group is answered by the general path, in the order its rules give.
+    if (error instanceof DomainError) return { known: null };
+    throw error;
+  }
+  const written = await insertNewSpanRun(db, {
+    run,
+    rollups: plan.steps.length > 0 ? stepRollups(plan.steps, { promptTokens: 0, completionTokens: 0 }) : null,
+    ending: plan.ending,
+    traceIds: [...new Set(group.spans.map((s) => s.traceId))],
+    steps: plan.steps,
+    records: plan.records,
+    keyHash: rememberedKey,
+    announce: announce && plan.records.length > 0,
+  });
+  if (!written.keyActive) throw new KeyNotActiveError();
+  return written.inserted ? { written: plan.outcome } : { known: written.known };
+}
+
+/**
+ * One group in one transaction: the run created if new and locked, then one
+ * statement for what it already holds of the group, the plan, and one
+ * statement that writes it.
  */
 async function ingestGroup(
   db: Database,
@@ -203,27 +371,14 @@ async function ingestGroup(
   rememberedKey: string | null,
 ): Promise<GroupOutcome> {
   return db.transaction(async (tx) => {
-    const outcome: GroupOutcome = { stored: 0, duplicates: 0, ignored: 0, rejected: [] };
-    const run = await runOfGroup(tx, owner, group);
+    const run =
+      (await insertRunUnlessPresent(tx, newRunOf(owner, group))) ?? (await lockRun(tx, group.uuid, [owner]));
     if (!run) {
       if (rememberedKey !== null && !(await isKeyActive(tx, rememberedKey))) throw new KeyNotActiveError();
       const refusal = { code: 'RUN_NOT_FOUND', message: `RUN_NOT_FOUND: no run ${group.uuid}` };
-      outcome.rejected.push(...group.spans.map(() => refusal));
-      return outcome;
+      return { stored: 0, duplicates: 0, ignored: 0, rejected: group.spans.map(() => refusal) };
     }
-    // A root span ends the run of its own trace; a conversation's run has no last span.
-    const traceRuns = new Map<string, string>();
-    const runOfTrace = (traceId: string) => {
-      let uuid = traceRuns.get(traceId);
-      if (uuid === undefined) {
-        uuid = spanRunUuid(secret, owner, 'trace', traceId);
-        traceRuns.set(traceId, uuid);
-      }
-      return uuid;
-    };
-    const endsRun = (s: IngestedSpan) => s.ending !== null && group.uuid === runOfTrace(s.traceId);
-    const relevant = group.spans.filter((s) => s.step !== null || endsRun(s));
-    outcome.ignored = group.spans.length - relevant.length;
+    const { relevant, endsRun } = relevantOf(secret, owner, group);
     // An exporter that sends span by span delivers a call's MCP request before its tool span: whichever
     // came first is the call's step. Asked of every relevant call span (one already stored is left out below).
     const held = await heldOfArriving(
@@ -250,67 +405,8 @@ async function ingestGroup(
     );
     // Revoked since it was remembered: nothing of the request is written (the transaction rolls back).
     if (!held.keyActive) throw new KeyNotActiveError();
-    const fresh = relevant.filter((s) => !held.stored.has(spanKey(s)));
-    outcome.duplicates = relevant.length - fresh.length;
-    const recordedApart = held.recordedApart;
-    const state = { uuid: run.uuid, status: run.status as RunStatus, finishedAt: run.finishedAt };
-    const trace = new RunTrace({ nextSequence: held.lastSequence + 1, clock: () => now });
-    const records: StoredSpan[] = [];
-    // Start-time order; spans that started in the same nanosecond keep the order they arrived in (a stable sort).
-    const ordered = [...fresh].sort((a, b) =>
-      a.startUnixNano === b.startUnixNano ? 0 : a.startUnixNano < b.startUnixNano ? -1 : 1,
-    );
-    for (const span of ordered) {
-      if (span.step === null) continue;
-      // The other span of a call an earlier request recorded: kept as seen, not recorded twice.
-      if (recordedApart.has(spanKey(span))) {
-        records.push({
-          traceId: span.traceId,
-          spanId: span.spanId,
-          sequence: null,
-          parentSpanId: span.parentSpanId ?? null,
-        });
-        continue;
-      }
-      try {
-        const call = callOf(span);
-        const command = commandOf(span.step, now);
-        const timing = command.type === 'plain' ? command.step : command.call;
-        checkRunAcceptsSpanStep(state, {
-          occurredAt: timing.occurredAt ?? now,
-          durationMs: timing.durationMs,
-        });
-        const [first] = trace.apply(command);
-        records.push({
-          traceId: span.traceId,
-          spanId: span.spanId,
-          sequence: first?.sequence ?? null,
-          parentSpanId: span.parentSpanId ?? null,
-          callRole: callOf(span)?.role ?? null,
-          call:
-            call === null
-              ? null
-              : { toolName: call.toolName, startUnixNano: span.startUnixNano, endUnixNano: span.endUnixNano },
-        });
-      } catch (error) {
-        outcome.rejected.push(refusalOf(error));
-      }
-    }
-    const steps = trace.steps;
-
-    // The root span ends a trace's run, after its steps: the latest-ending root if sent more than once.
-    const endings = ordered.filter(endsRun);
-    const recorded = new Set(records.map(spanKey));
-    for (const span of endings) {
-      if (!recorded.has(spanKey(span)))
-        records.push({ traceId: span.traceId, spanId: span.spanId, sequence: null });
-    }
-    const last = endings.reduce<IngestedSpan | null>(
-      (a, b) => (a === null || b.endedAt > a.endedAt ? b : a),
-      null,
-    );
-    const ending =
-      last?.ending && !isTerminalStatus(state.status) ? { ...last.ending, finishedAt: last.endedAt } : null;
+    const plan = planGroup(relevant, endsRun, run, held, now, group.spans.length - relevant.length);
+    const { steps, records, ending } = plan;
     // The steps, the run's rollups and its end (after its steps), the spans as stored: one statement,
     // which sends the run's notice too when asked (delivered once it commits).
     await writeTogether(
@@ -324,8 +420,7 @@ async function ingestGroup(
       ],
       announce && records.length > 0 ? run.uuid : undefined,
     );
-    outcome.stored = records.length;
-    return outcome;
+    return plan.outcome;
   });
 }
 
@@ -354,17 +449,45 @@ export async function ingestSpans(
   }
   const now = new Date();
   const secret = await serviceSecret(db, 'otlp_run_ids');
-  const groups = await groupSpans(db, secret, actor.name, usable);
+  // Through PostgreSQL, a group's own statement sends the run's notice: no statement and round trip of its own.
+  const announce = events?.channelKind === 'postgres';
+  const add = (outcome: GroupOutcome) => {
+    result.stored += outcome.stored;
+    result.duplicates += outcome.duplicates;
+    result.ignored += outcome.ignored;
+    result.rejected.push(...outcome.rejected);
+  };
+  // The common request, one trace the sender never sent before (an exporter sends each trace once): one
+  // statement, which finds the trace new as it writes it; otherwise the general path, nothing written.
+  // A trace this process has seen is most likely not new (a retry, a later part): straight to the general path.
+  const traceIds = [...new Set(usable.map((s) => s.traceId))];
+  const ifNew = groupsOf(secret, actor.name, usable, new Map());
+  const [single] = ifNew;
+  let known: ReadonlyMap<string, string> | null = null;
+  if (ifNew.length === 1 && single && !anyTraceSeen(db, actor.name, traceIds)) {
+    const tried = await ingestNewRun(db, secret, actor.name, single, now, announce, rememberedKey);
+    noteTracesSeen(db, actor.name, traceIds);
+    if ('written' in tried) {
+      if (tried.written.stored > 0 && !announce) await events?.runChanged(single.uuid);
+      add(tried.written);
+      return result;
+    }
+    known = tried.known;
+  }
+  const groups = groupsOf(
+    secret,
+    actor.name,
+    usable,
+    known ?? (await runsOfTraces(db, actor.name, traceIds)),
+  );
   // A remembered key is checked once, before anything is written: by the transaction of a request's one
-  // group (no round trip of its own: an exporter sends a trace a request), else here.
+  // group (no round trip of its own), else here.
   const checkedByGroup = groups.length === 1 ? rememberedKey : null;
   if (rememberedKey !== null && checkedByGroup === null && !(await isKeyActive(db, rememberedKey)))
     throw new KeyNotActiveError();
   for (const group of groups) {
     let outcome: GroupOutcome;
     try {
-      // Through PostgreSQL, the group's own statement sends the notice: no statement and round trip of its own.
-      const announce = events?.channelKind === 'postgres';
       outcome = await ingestGroup(db, secret, actor.name, group, now, announce, checkedByGroup);
       // Committed: live streams of the run read it now.
       if (outcome.stored > 0 && !announce) await events?.runChanged(group.uuid);
@@ -375,10 +498,8 @@ export async function ingestSpans(
       const refusal = refusalOf(error);
       outcome = { stored: 0, duplicates: 0, ignored: 0, rejected: group.spans.map(() => refusal) };
     }
-    result.stored += outcome.stored;
-    result.duplicates += outcome.duplicates;
-    result.ignored += outcome.ignored;
-    result.rejected.push(...outcome.rejected);
+    add(outcome);
   }
+  noteTracesSeen(db, actor.name, traceIds);
   return result;
 }
