@@ -129,13 +129,19 @@ function groupsOf(
     }
   }
   const groups = new Map<string, SpanGroup>();
+  // A run's uuid is an HMAC: made once a trace, not once a span.
+  const runOfTrace = new Map<string, string>();
   for (const span of spans) {
-    const conversation = conversationOf.get(span.traceId);
-    const uuid =
-      known.get(span.traceId) ??
-      (conversation !== undefined
-        ? spanRunUuid(secret, owner, 'conversation', conversation)
-        : spanRunUuid(secret, owner, 'trace', span.traceId));
+    let uuid = runOfTrace.get(span.traceId);
+    if (uuid === undefined) {
+      const conversation = conversationOf.get(span.traceId);
+      uuid =
+        known.get(span.traceId) ??
+        (conversation !== undefined
+          ? spanRunUuid(secret, owner, 'conversation', conversation)
+          : spanRunUuid(secret, owner, 'trace', span.traceId));
+      runOfTrace.set(span.traceId, uuid);
+    }
     const group = groups.get(uuid) ?? { uuid, spans: [] };
     group.spans.push(span);
     groups.set(uuid, group);
