@@ -297,6 +297,19 @@ function planGroup(
   return { outcome, steps: trace.steps, records, ending };
 }
 
+/** One group to record, and how. */
+interface GroupIngest {
+  db: Database;
+  secret: string;
+  owner: string;
+  group: SpanGroup;
+  now: Date;
+  /** The run's live notice sent by the group's own write statement (a notice through PostgreSQL). */
+  announce: boolean;
+  /** A key the actor was remembered by, to check before anything is written (null: checked already). */
+  rememberedKey: string | null;
+}
+
 /** The new run of a group: keyed, owned and configured by its spans, created when its earliest span started. */
 function newRunOf(owner: string, group: SpanGroup) {
   const earliest = group.spans.reduce((a, b) => (b.startUnixNano < a.startUnixNano ? b : a));
@@ -320,19 +333,20 @@ function newRunOf(owner: string, group: SpanGroup) {
  * spans), nothing is written and the group takes the general path, with the
  * runs its traces went to when the statement could read them.
  */
-async function ingestNewRun(
-  db: Database,
-  secret: string,
-  owner: string,
-  group: SpanGroup,
-  now: Date,
-  announce: boolean,
-  rememberedKey: string | null,
-): Promise<{ written: GroupOutcome } | { known: ReadonlyMap<string, string> | null }> {
-  const run = newRunOf(owner, group);
+async function ingestNewRun({
+  db,
+  secret,
+  owner,
+  group,
+  now,
+  announce,
+  rememberedKey,
+}: GroupIngest): Promise<{ written: GroupOutcome } | { known: ReadonlyMap<string, string> | null }> {
   const { relevant, endsRun } = relevantOf(secret, owner, group);
+  let run: ReturnType<typeof newRunOf>;
   let plan: GroupPlan;
   try {
+    run = newRunOf(owner, group);
     plan = planGroup(
       relevant,
       endsRun,
@@ -342,7 +356,8 @@ async function ingestNewRun(
       group.spans.length - relevant.length,
     );
   } catch (error) {
-    // A refusal of the whole group is answered by the general path, in the order its rules give.
+    // A refusal of the whole group (a configuration name, a token total) is answered by the general path,
+    // in the order its rules give.
     if (error instanceof DomainError) return { known: null };
     throw error;
   }
@@ -365,17 +380,15 @@ async function ingestNewRun(
  * statement for what it already holds of the group, the plan, and one
  * statement that writes it.
  */
-async function ingestGroup(
-  db: Database,
-  secret: string,
-  owner: string,
-  group: SpanGroup,
-  now: Date,
-  /** The run's live notice sent by the group's own write statement (a notice through PostgreSQL). */
-  announce: boolean,
-  /** A key the actor was remembered by, to check in the group's transaction before anything is written. */
-  rememberedKey: string | null,
-): Promise<GroupOutcome> {
+async function ingestGroup({
+  db,
+  secret,
+  owner,
+  group,
+  now,
+  announce,
+  rememberedKey,
+}: GroupIngest): Promise<GroupOutcome> {
   return db.transaction(async (tx) => {
     const run =
       (await insertRunUnlessPresent(tx, newRunOf(owner, group))) ?? (await lockRun(tx, group.uuid, [owner]));
@@ -471,7 +484,15 @@ export async function ingestSpans(
   const [single] = ifNew;
   let known: ReadonlyMap<string, string> | null = null;
   if (ifNew.length === 1 && single && !anyTraceSeen(db, actor.name, traceIds)) {
-    const tried = await ingestNewRun(db, secret, actor.name, single, now, announce, rememberedKey);
+    const tried = await ingestNewRun({
+      db,
+      secret,
+      owner: actor.name,
+      group: single,
+      now,
+      announce,
+      rememberedKey,
+    });
     noteTracesSeen(db, actor.name, traceIds);
     if ('written' in tried) {
       if (tried.written.stored > 0 && !announce) await events?.runChanged(single.uuid);
@@ -494,7 +515,15 @@ export async function ingestSpans(
   for (const group of groups) {
     let outcome: GroupOutcome;
     try {
-      outcome = await ingestGroup(db, secret, actor.name, group, now, announce, checkedByGroup);
+      outcome = await ingestGroup({
+        db,
+        secret,
+        owner: actor.name,
+        group,
+        now,
+        announce,
+        rememberedKey: checkedByGroup,
+      });
       // Committed: live streams of the run read it now.
       if (outcome.stored > 0 && !announce) await events?.runChanged(group.uuid);
     } catch (error) {

@@ -3,6 +3,7 @@
 // Both must end in the same rows; a delivery of the same spans committing while the one statement waits must
 // leave the spans stored once.
 import type { Server as HttpServer } from 'node:http';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-node';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
@@ -32,7 +33,7 @@ async function runRows(api: TestApi, owner: string, configuration?: string) {
           from runs where owner = ${owner} and (${configuration ?? null}::text is null or configuration = ${configuration ?? null})`,
   );
   if (!run) throw new Error(`no run of ${owner}`);
-  const steps = await selectRows(
+  const steps = await selectRows<Record<string, unknown>>(
     api.db,
     sql`select sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome,
                payload, metadata
@@ -92,6 +93,37 @@ describe.each(backendNames)('a trace new to its sender (%s)', (backend) => {
     expect(columns).toMatchObject({ status: 'completed', termination_reason: 'completed' });
     expect(steps.length).toBeGreaterThan(4);
     expect(spans.length).toBe(agent.spans.length);
+    // The triggers of run_steps read the run the same statement inserted: its calls are in the change log.
+    const tools = steps.filter((step) => step.kind === 'tool');
+    const [counted] = await selectRows<{ calls: number }>(
+      api.db,
+      sql`select coalesce(sum(ok + failed + cancelled), 0)::int as calls from tool_call_changes
+           where owner = 'one-statement-agent' and configuration = 'one-statement'`,
+    );
+    expect(counted?.calls).toBe(tools.length);
+    expect(tools.length).toBeGreaterThan(3);
+  });
+
+  it('a refusal of the whole group is answered as the general path answers it: nothing written', async () => {
+    // A configuration name past its limit refuses the group's every span, whichever path takes it.
+    const agent = await agentTrace('x'.repeat(250));
+    const key = await api.keyFor('refused-agent', PERMISSIONS);
+    const response = await fetch(endpoint, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: new TextDecoder().decode(JsonTraceSerializer.serializeRequest(agent.spans)),
+    });
+    expect(response.status).toBe(200);
+    const answer = (await response.json()) as {
+      partialSuccess?: { rejectedSpans?: string; errorMessage?: string };
+    };
+    expect(answer.partialSuccess?.rejectedSpans).toBe(String(agent.spans.length));
+    expect(answer.partialSuccess?.errorMessage).toContain('configuration');
+    const [runs] = await selectRows<{ n: number }>(
+      api.db,
+      sql`select count(*)::int as n from runs where owner = 'refused-agent'`,
+    );
+    expect(runs?.n).toBe(0);
   });
 
   it('ends in the same rows as the general path: a run made by an earlier request, then every span', async () => {
