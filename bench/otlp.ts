@@ -22,6 +22,8 @@ import { benchKey, freshDatabase, startService, table, timed, withoutTriggers } 
  * retries (a profile of new spans alone).
  */
 const TRACES = Number(process.env.BENCH_OTLP_TRACES ?? 400);
+/** BENCH_OTLP_ROUNDS: rounds of the API and its floor, one after the other (3). */
+const ROUNDS = Number(process.env.BENCH_OTLP_ROUNDS ?? 3);
 const TOOL_SPANS = 48;
 const CONCURRENCY = 8;
 
@@ -126,6 +128,54 @@ function plainRows(body: Uint8Array) {
   return { spans, steps, root };
 }
 
+/** The rows of each request stored by hand under this owner: a run, its steps and its span records, no checks. */
+function insertPlain(pool: pg.Pool, rows: ReturnType<typeof plainRows>[], owner: string) {
+  return async (i: number) => {
+    const { spans, steps, root } = rows[i] ?? rows[0] ?? { spans: [], steps: [], root: undefined };
+    const traceId = spans[0]?.traceId ?? '';
+    const { rows: made } = await pool.query<{ id: string }>(
+      `INSERT INTO runs (uuid, owner, configuration, status, termination_reason, finished_at)
+       VALUES ($1, $3, 'bench-otlp', 'completed', 'completed', $2) RETURNING id`,
+      [
+        spanRunUuid('bench-secret-of-the-plain-rows-000000000', owner, 'trace', traceId),
+        root?.endedAt ?? new Date(),
+        owner,
+      ],
+    );
+    const runId = made[0]?.id ?? '';
+    await pool.query(
+      `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
+       SELECT $1, s.sequence, s.kind, 0, s.duration_ms, s.occurred_at, s.tool_name, s.server, s.tool_is_error, s.tool_outcome, s.payload, s.metadata
+         FROM jsonb_to_recordset($2::jsonb) AS s(sequence int, kind text, duration_ms int, occurred_at timestamptz,
+              tool_name text, server text, tool_is_error boolean, tool_outcome text, payload jsonb, metadata jsonb)`,
+      [
+        runId,
+        JSON.stringify(
+          steps.map((s) => ({
+            sequence: s.sequence,
+            kind: s.kind,
+            duration_ms: s.durationMs,
+            occurred_at: s.occurredAt.toISOString(),
+            tool_name: s.toolName,
+            server: s.server,
+            tool_is_error: s.isError,
+            tool_outcome: s.outcome,
+            payload: s.payload,
+            metadata: s.metadata,
+          })),
+        ),
+      ],
+    );
+    const records = [...steps.map((s) => ({ span_id: s.span.spanId, sequence: s.sequence }))];
+    if (root) records.push({ span_id: root.spanId, sequence: null as unknown as number });
+    await pool.query(
+      `INSERT INTO otlp_spans (owner, trace_id, span_id, run_id, sequence)
+       SELECT $4, $1, r.span_id, $2, r.sequence FROM jsonb_to_recordset($3::jsonb) AS r(span_id text, sequence int)`,
+      [traceId, runId, JSON.stringify(records), owner],
+    );
+  };
+}
+
 export async function benchOtlp(): Promise<void> {
   console.log(`\n## OTLP ingestion: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}`);
   const url = await freshDatabase('runledger_bench_otlp');
@@ -138,8 +188,10 @@ export async function benchOtlp(): Promise<void> {
   const endpoint = `${new URL(service.url).origin}/v1/traces`;
   const pool = new pg.Pool({ connectionString: url, max: CONCURRENCY });
   try {
-    const warm = await traceBodies(20);
-    const bodies = await traceBodies(TRACES);
+    // The service's code compiled and optimised (V8 tiers a function up after many calls) and the
+    // database's caches warm before anything is measured: a round of new traces, not counted (with 20
+    // requests only, the first measured round ran at about 0.6 of the later ones).
+    const warm = await traceBodies(Number(process.env.BENCH_OTLP_WARM ?? TRACES));
     const spansPerTrace = TOOL_SPANS + 2;
     const send = async (body: Uint8Array) => {
       const response = await fetch(endpoint, {
@@ -151,82 +203,51 @@ export async function benchOtlp(): Promise<void> {
       if (response.status !== 200) throw new Error(`export answered ${response.status}`);
     };
     await timed(warm.length, CONCURRENCY, (i) => send(warm[i] ?? new Uint8Array()));
-    const apiSeconds = await timed(bodies.length, CONCURRENCY, (i) => send(bodies[i] ?? new Uint8Array()));
-    // The same batches again, as an exporter's retries: every span is known, nothing written.
-    const retrySeconds =
-      process.env.BENCH_OTLP_RETRIES === '0'
-        ? Number.NaN
-        : await timed(bodies.length, CONCURRENCY, (i) => send(bodies[i] ?? new Uint8Array()));
 
-    // The same rows by hand (other owner, so other runs): a run, its 49 steps, 50 span records, no checks.
-    const rows = bodies.map(plainRows);
-    const insert = (owner: string) => async (i: number) => {
-      const { spans, steps, root } = rows[i] ?? rows[0] ?? { spans: [], steps: [], root: undefined };
-      const traceId = spans[0]?.traceId ?? '';
-      const { rows: made } = await pool.query<{ id: string }>(
-        `INSERT INTO runs (uuid, owner, configuration, status, termination_reason, finished_at)
-         VALUES ($1, $3, 'bench-otlp', 'completed', 'completed', $2) RETURNING id`,
-        [
-          spanRunUuid('bench-secret-of-the-plain-rows-000000000', owner, 'trace', traceId),
-          root?.endedAt ?? new Date(),
-          owner,
-        ],
+    // Each round: new traces through the API, the same again (retries), then the same rows by hand. The
+    // rounds interleave the API and its floor, so that the machine's speed, which moves from minute to
+    // minute here, weighs on both alike; the ratios are reported per round and as their median.
+    const rounds: Array<{ api: number; retry: number; pg: number; floor: number }> = [];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const bodies = await traceBodies(TRACES);
+      const api = await timed(bodies.length, CONCURRENCY, (i) => send(bodies[i] ?? new Uint8Array()));
+      // The same batches again, as an exporter's retries: every span is known, nothing written.
+      const retry =
+        process.env.BENCH_OTLP_RETRIES === '0'
+          ? Number.NaN
+          : await timed(bodies.length, CONCURRENCY, (i) => send(bodies[i] ?? new Uint8Array()));
+      // The same rows by hand (other owners, so other runs): a run, its 49 steps, 50 span records, no checks.
+      const rows = bodies.map(plainRows);
+      const pgSeconds = await timed(rows.length, CONCURRENCY, insertPlain(pool, rows, `plain-${round}`));
+      const floor = await withoutTriggers(pool, () =>
+        timed(rows.length, CONCURRENCY, insertPlain(pool, rows, `floor-${round}`)),
       );
-      const runId = made[0]?.id ?? '';
-      await pool.query(
-        `INSERT INTO run_steps (run_id, sequence, kind, round, duration_ms, occurred_at, tool_name, server, tool_is_error, tool_outcome, payload, metadata)
-         SELECT $1, s.sequence, s.kind, 0, s.duration_ms, s.occurred_at, s.tool_name, s.server, s.tool_is_error, s.tool_outcome, s.payload, s.metadata
-           FROM jsonb_to_recordset($2::jsonb) AS s(sequence int, kind text, duration_ms int, occurred_at timestamptz,
-                tool_name text, server text, tool_is_error boolean, tool_outcome text, payload jsonb, metadata jsonb)`,
-        [
-          runId,
-          JSON.stringify(
-            steps.map((s) => ({
-              sequence: s.sequence,
-              kind: s.kind,
-              duration_ms: s.durationMs,
-              occurred_at: s.occurredAt.toISOString(),
-              tool_name: s.toolName,
-              server: s.server,
-              tool_is_error: s.isError,
-              tool_outcome: s.outcome,
-              payload: s.payload,
-              metadata: s.metadata,
-            })),
-          ),
-        ],
-      );
-      const records = [...steps.map((s) => ({ span_id: s.span.spanId, sequence: s.sequence }))];
-      if (root) records.push({ span_id: root.spanId, sequence: null as unknown as number });
-      await pool.query(
-        `INSERT INTO otlp_spans (owner, trace_id, span_id, run_id, sequence)
-         SELECT $4, $1, r.span_id, $2, r.sequence FROM jsonb_to_recordset($3::jsonb) AS r(span_id text, sequence int)`,
-        [traceId, runId, JSON.stringify(records), owner],
-      );
+      rounds.push({ api, retry, pg: pgSeconds, floor });
+    }
+
+    const perSecond = (seconds: number) => Math.round((TRACES * spansPerTrace) / seconds);
+    const ratio = (a: number, b: number) => Number((perSecond(a) / perSecond(b)).toFixed(2));
+    const median = (values: number[]) => {
+      const sorted = [...values].sort((x, y) => x - y);
+      return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
     };
-    const pgSeconds = await timed(rows.length, CONCURRENCY, insert('plain'));
-    const floorSeconds = await withoutTriggers(pool, () => timed(rows.length, CONCURRENCY, insert('floor')));
-
-    const spans = bodies.length * spansPerTrace;
-    const perSecond = (seconds: number) => Math.round(spans / seconds);
-    table([
-      {
-        path: `${bodies.length} requests of ${spansPerTrace} spans, ${CONCURRENCY} clients`,
-        'API spans/s': perSecond(apiSeconds),
-        'floor spans/s': perSecond(floorSeconds),
-        'API / floor': Number((perSecond(apiSeconds) / perSecond(floorSeconds)).toFixed(2)),
-        'pg + change log spans/s': perSecond(pgSeconds),
-        'pg + change log / floor': Number((perSecond(pgSeconds) / perSecond(floorSeconds)).toFixed(2)),
-      },
-      {
-        path: 'the same requests again (retries: nothing written)',
-        'API spans/s': perSecond(retrySeconds),
-        'floor spans/s': perSecond(floorSeconds),
-        'API / floor': Number((perSecond(retrySeconds) / perSecond(floorSeconds)).toFixed(2)),
-        'pg + change log spans/s': '-',
-        'pg + change log / floor': '-',
-      },
-    ]);
+    table(
+      rounds.map((r, i) => ({
+        round: `${i + 1}: ${TRACES} requests of ${spansPerTrace} spans, ${CONCURRENCY} clients`,
+        'API spans/s': perSecond(r.api),
+        'floor spans/s': perSecond(r.floor),
+        'API / floor': ratio(r.api, r.floor),
+        'retries spans/s': Number.isNaN(r.retry) ? '-' : perSecond(r.retry),
+        'retries / floor': Number.isNaN(r.retry) ? '-' : ratio(r.retry, r.floor),
+        'pg + change log spans/s': perSecond(r.pg),
+        'pg + change log / floor': ratio(r.pg, r.floor),
+      })),
+    );
+    console.log(
+      `  median of ${rounds.length} rounds: API / floor ${median(rounds.map((r) => ratio(r.api, r.floor)))}` +
+        `, retries (nothing written) / floor ${median(rounds.map((r) => ratio(r.retry, r.floor)))}` +
+        `, pg + change log / floor ${median(rounds.map((r) => ratio(r.pg, r.floor)))}`,
+    );
   } finally {
     await pool.end();
     await service.stop();
