@@ -35,9 +35,13 @@ import {
  * BENCH_STEPS: steps per measurement (default 3,000; requests = steps / size,
  * at least 4 per connection). BENCH_SIZES and BENCH_CONNECTIONS (comma-separated)
  * narrow the table, BENCH_PGLITE=0 leaves the embedded database out.
- * BENCH_CPU_PROF=DIR: a CPU profile of the service.
+ * BENCH_CPU_PROF=DIR: a CPU profile of the service. BENCH_ROUNDS (default 3):
+ * each cell measured that many times, its floors beside it each time (the
+ * machine's speed moves from minute to minute); the table gives each figure's
+ * median over the rounds, and the ratio's range.
  */
 const STEPS = Number(process.env.BENCH_STEPS ?? 3_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 /** A comma-separated list of numbers from the environment, or the default. */
 const numbers = (value: string | undefined, fallback: number[]) =>
   value ? value.split(',').map((n) => Number(n.trim())) : fallback;
@@ -259,55 +263,87 @@ async function onPostgres(memory: Array<Record<string, string | number>>): Promi
         await timedWithLatency(40, maxConnections, plain(size, maxConnections));
         await bareHttp(size, maxConnections);
         await withoutTriggers(pool, () => timedWithLatency(40, maxConnections, plain(size, maxConnections)));
-        for (const connections of CONNECTIONS) {
-          const requests = requestsFor(size, connections);
-          const floor = await withoutTriggers(pool, () =>
-            timedWithLatency(requests, connections, plain(size, connections)),
-          );
-          const withLog = await timedWithLatency(requests, connections, plain(size, connections));
-          const bareMeasured = await bareHttp(size, connections);
-          if (bareMeasured.errors > 0)
-            throw new Error(`${bareMeasured.errors} requests to the bare server failed`);
-          const floorRate = perSecond(requests * size, floor.seconds);
-          const logRate = perSecond(requests * size, withLog.seconds);
-          const bareRate = perSecond(requests * size, bareMeasured.seconds);
-          for (const keying of KEYINGS) {
-            const cpuBefore = (await service.memory()).cpuMicros;
-            const measured = await api(size, connections, keying);
-            if (measured.errors > 0) throw new Error(`${measured.errors} requests failed`);
-            // The service's own CPU per step: what it costs whatever else the machine runs.
-            const cpuPerStep = ((await service.memory()).cpuMicros - cpuBefore) / (requests * size);
-            const apiRate = perSecond(requests * size, measured.seconds);
-            rows.push({
-              'steps/request': size,
-              connections,
-              'who records': keying,
-              'API steps/s': apiRate,
-              'bare HTTP steps/s': bareRate,
-              'API / bare HTTP': Number((apiRate / bareRate).toFixed(2)),
-              'floor steps/s': floorRate,
-              'API / floor': Number((apiRate / floorRate).toFixed(2)),
-              'pg + change log steps/s': logRate,
-              'pg + change log / floor': Number((logRate / floorRate).toFixed(2)),
-              'API p50 ms': ms(measured.p50),
-              'API p99 ms': ms(measured.p99),
-              'floor p50 ms': ms(quantile(floor.latencies, 0.5)),
-              'service CPU µs/step': Math.round(cpuPerStep),
-            });
+        for (let round = 0; round < ROUNDS; round += 1)
+          for (const connections of CONNECTIONS) {
+            const requests = requestsFor(size, connections);
+            const floor = await withoutTriggers(pool, () =>
+              timedWithLatency(requests, connections, plain(size, connections)),
+            );
+            const withLog = await timedWithLatency(requests, connections, plain(size, connections));
+            const bareMeasured = await bareHttp(size, connections);
+            if (bareMeasured.errors > 0)
+              throw new Error(`${bareMeasured.errors} requests to the bare server failed`);
+            const floorRate = perSecond(requests * size, floor.seconds);
+            const logRate = perSecond(requests * size, withLog.seconds);
+            const bareRate = perSecond(requests * size, bareMeasured.seconds);
+            for (const keying of KEYINGS) {
+              const cpuBefore = (await service.memory()).cpuMicros;
+              const measured = await api(size, connections, keying);
+              if (measured.errors > 0) throw new Error(`${measured.errors} requests failed`);
+              // The service's own CPU per step: what it costs whatever else the machine runs.
+              const cpuPerStep = ((await service.memory()).cpuMicros - cpuBefore) / (requests * size);
+              const apiRate = perSecond(requests * size, measured.seconds);
+              rows.push({
+                'steps/request': size,
+                connections,
+                'who records': keying,
+                'API steps/s': apiRate,
+                'bare HTTP steps/s': bareRate,
+                'API / bare HTTP': Number((apiRate / bareRate).toFixed(2)),
+                'floor steps/s': floorRate,
+                'API / floor': Number((apiRate / floorRate).toFixed(2)),
+                'pg + change log steps/s': logRate,
+                'pg + change log / floor': Number((logRate / floorRate).toFixed(2)),
+                'API p50 ms': ms(measured.p50),
+                'API p99 ms': ms(measured.p99),
+                'floor p50 ms': ms(quantile(floor.latencies, 0.5)),
+                'service CPU µs/step': Math.round(cpuPerStep),
+              });
+            }
           }
-        }
       }
     });
     memory.push(memoryRow('PostgreSQL', 'peak under the load above', peak));
     console.log(
       '\n recording through the API against the bare HTTP server (the same bodies, the same rows in one INSERT, triggers on) and the floor (plain inserts of the same rows, every trigger of run_steps off):',
     );
-    table(rows);
+    table(mediansOfRounds(rows));
   } finally {
     await pool.end();
     await bare.stop();
     await service.stop();
   }
+}
+
+/**
+ * The rows of one cell (steps a request, connections, who records) over the rounds, as one row: each
+ * figure's median, and the range of the ratio to the bare HTTP server.
+ */
+function mediansOfRounds(
+  rows: Array<Record<string, string | number>>,
+): Array<Record<string, string | number>> {
+  const cells = new Map<string, Array<Record<string, string | number>>>();
+  for (const row of rows) {
+    const cell = `${row['steps/request']}|${row.connections}|${row['who records']}`;
+    cells.set(cell, [...(cells.get(cell) ?? []), row]);
+  }
+  const median = (values: number[]) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+  };
+  return [...cells.values()].map((rounds) => {
+    const [first] = rounds;
+    const merged: Record<string, string | number> = { ...first };
+    for (const [column, value] of Object.entries(first ?? {})) {
+      if (typeof value === 'number' && column !== 'steps/request' && column !== 'connections') {
+        merged[column] = median(rounds.map((round) => Number(round[column])));
+      }
+    }
+    const ratios = rounds.map((round) => Number(round['API / bare HTTP']));
+    merged['API / bare HTTP, rounds'] = `${Math.min(...ratios)} to ${Math.max(...ratios)}`;
+    merged.rounds = rounds.length;
+    return merged;
+  });
 }
 
 /** A single step's columns of PLAIN_ONE, in its order after the run and sequence. */

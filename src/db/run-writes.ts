@@ -143,10 +143,12 @@ function prepareAppend(db: Database | Transaction) {
     .prepare('append_run_steps');
 }
 
-/** The step as the statement reads it: the columns of run_steps but id and run_id (the sequence read in `judged` only). */
-function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> & { sequence?: number } {
-  const record: Omit<RunStepRecord, 'sequence'> & { sequence?: number } = step.toRecord();
-  delete record.sequence;
+/**
+ * The step as the statement reads it in `append`: the columns of run_steps but id, run_id and sequence
+ * (left out by a rest pattern: `delete` would turn the object into a slow dictionary for what follows).
+ */
+function stepRecord(step: RunStep): Omit<RunStepRecord, 'sequence'> {
+  const { sequence: _sequence, ...record } = step.toRecord();
   return record;
 }
 
@@ -193,7 +195,7 @@ export async function appendInOneStatement(
       // The rows as sent: the column values are those the statement stored, and the jsonb
       // columns in the form they are stored in, as a replay reads them.
       const steps = records.map(
-        ({ sequence: _sequence, ...record }, i): StepRow => ({
+        (record, i): StepRow => ({
           ...record,
           payload: inJsonbKeyOrder(record.payload),
           metadata: inJsonbKeyOrder(record.metadata),
