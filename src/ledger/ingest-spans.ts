@@ -333,16 +333,11 @@ function newRunOf(owner: string, group: SpanGroup) {
  * spans), nothing is written and the group takes the general path, with the
  * runs its traces went to when the statement could read them.
  */
-async function ingestNewRun({
-  db,
-  secret,
-  owner,
-  group,
-  now,
-  announce,
-  rememberedKey,
-}: GroupIngest): Promise<{ written: GroupOutcome } | { known: ReadonlyMap<string, string> | null }> {
-  const { relevant, endsRun } = relevantOf(secret, owner, group);
+async function ingestNewRun(
+  ingest: GroupIngest,
+): Promise<{ written: GroupOutcome } | { known: ReadonlyMap<string, string> | null }> {
+  const { owner, group, now } = ingest;
+  const { relevant, endsRun } = relevantOf(ingest.secret, owner, group);
   let run: ReturnType<typeof newRunOf>;
   let plan: GroupPlan;
   try {
@@ -361,15 +356,15 @@ async function ingestNewRun({
     if (error instanceof DomainError) return { known: null };
     throw error;
   }
-  const written = await insertNewSpanRun(db, {
+  const written = await insertNewSpanRun(ingest.db, {
     run,
     rollups: plan.steps.length > 0 ? stepRollups(plan.steps, { promptTokens: 0, completionTokens: 0 }) : null,
     ending: plan.ending,
     traceIds: [...new Set(group.spans.map((s) => s.traceId))],
     steps: plan.steps,
     records: plan.records,
-    keyHash: rememberedKey,
-    announce: announce && plan.records.length > 0,
+    keyHash: ingest.rememberedKey,
+    announce: ingest.announce && plan.records.length > 0,
   });
   if (!written.keyActive) throw new KeyNotActiveError();
   return written.inserted ? { written: plan.outcome } : { known: written.known };

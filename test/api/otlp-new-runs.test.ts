@@ -168,6 +168,15 @@ describe.runIf(backendNames.includes('postgres'))(
       await api?.dispose();
     });
 
+    /** A sender's key, and a trace of its agent with the trace's chat span. */
+    async function traceOf(owner: string, configuration: string) {
+      const key = await api.keyFor(owner, PERMISSIONS);
+      const agent = await agentTrace(configuration);
+      const chat = agent.spans.find((s) => s.name.startsWith('chat '));
+      if (!chat) throw new Error('no chat span');
+      return { key, agent, chat };
+    }
+
     /** A run of another delivery holding one span of the trace (the chat span); committed unless said. */
     async function heldByAnother(owner: string, traceId: string, spanId: string, configuration: string) {
       const { rows } = await other.query<{ id: string }>(
@@ -197,10 +206,7 @@ describe.runIf(backendNames.includes('postgres'))(
 
     it('a trace another instance stored: the one statement finds it, writes nothing, and the general path goes on', async () => {
       const owner = 'other-instance-agent';
-      const key = await api.keyFor(owner, PERMISSIONS);
-      const agent = await agentTrace('other-instance');
-      const chat = agent.spans.find((s) => s.name.startsWith('chat '));
-      if (!chat) throw new Error('no chat span');
+      const { key, agent, chat } = await traceOf(owner, 'other-instance');
       await heldByAnother(owner, agent.traceId, chat.spanContext().spanId, 'other-instance-first');
       const exported = await exportSpans('protobuf', agent.spans, {
         url: endpoint,
@@ -216,10 +222,7 @@ describe.runIf(backendNames.includes('postgres'))(
 
     it('the one statement waits on the other delivery, fails on its spans, and the general path stores the rest once', async () => {
       const owner = 'racing-agent';
-      const key = await api.keyFor(owner, PERMISSIONS);
-      const agent = await agentTrace('racing');
-      const chat = agent.spans.find((s) => s.name.startsWith('chat '));
-      if (!chat) throw new Error('no chat span');
+      const { key, agent, chat } = await traceOf(owner, 'racing');
       // Another delivery holds one of the trace's spans, in a run of its own, not yet committed.
       await other.query('BEGIN');
       await heldByAnother(owner, agent.traceId, chat.spanContext().spanId, 'racing-other');
