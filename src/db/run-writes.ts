@@ -1,5 +1,5 @@
-import { and, asc, eq, gte, lt, type SQL, sql } from 'drizzle-orm';
-import { runSteps, runs, stepRequests } from '../../drizzle/schema.ts';
+import { and, eq, type SQL, sql } from 'drizzle-orm';
+import { runSteps, runs } from '../../drizzle/schema.ts';
 import type { Owners } from '../domain/permissions.ts';
 import type { RunRollups } from '../domain/run-rollups.ts';
 import type { RunStatus, TerminationReason } from '../domain/run-status.ts';
@@ -258,31 +258,6 @@ export async function lastSequence(tx: Transaction, runId: number): Promise<numb
   return last?.sequence ?? 0;
 }
 
-/** A request already seen in the run under this key, with the steps it stored; null when the key is new. */
-export async function findKeyedRequest(
-  tx: Transaction,
-  runId: number,
-  idempotencyKey: string,
-): Promise<{ fingerprint: string; steps: StepRow[] } | null> {
-  const [seen] = await tx
-    .select()
-    .from(stepRequests)
-    .where(and(eq(stepRequests.runId, runId), eq(stepRequests.idempotencyKey, idempotencyKey)));
-  if (!seen) return null;
-  const steps = await tx
-    .select()
-    .from(runSteps)
-    .where(
-      and(
-        eq(runSteps.runId, runId),
-        gte(runSteps.sequence, seen.firstSequence),
-        lt(runSteps.sequence, seen.firstSequence + seen.stepCount),
-      ),
-    )
-    .orderBy(asc(runSteps.sequence));
-  return { fingerprint: seen.fingerprint, steps };
-}
-
 /**
  * Stores steps numbered by the caller (storeStepsSql) and answers their rows: the values as sent,
  * with the ids the statement gave them and the JSON columns in the form they are stored in (as a
@@ -347,20 +322,6 @@ export async function writeTogether(
   await tx.execute(parts.length > 0 ? sql`with ${sql.join(parts, sql`, `)} ${select}` : select);
 }
 
-/** Claims an idempotency key for the steps just inserted. */
-export async function claimKey(
-  tx: Transaction,
-  claim: {
-    runId: number;
-    idempotencyKey: string;
-    fingerprint: string;
-    firstSequence: number;
-    stepCount: number;
-  },
-): Promise<void> {
-  await tx.insert(stepRequests).values(claim);
-}
-
 type RunEnding = { status: RunStatus; reason: TerminationReason; finishedAt: Date };
 
 /** New steps' totals added to a run's: the greatest round, token and cost sums. */
@@ -380,7 +341,8 @@ const endingSet = (ending: RunEnding) => ({
 
 /**
  * One update of a run, nothing read back (a part of writeTogether): new steps'
- * totals added, as addRollups adds them, and its end set, as setTerminal sets it.
+ * totals added, as append_run_steps adds them (a twin test holds the two
+ * together), and its end set, as setTerminal sets it.
  */
 export function updateRunSql(
   tx: Transaction,
@@ -392,16 +354,6 @@ export function updateRunSql(
     ...(change.ending ? endingSet(change.ending) : {}),
   };
   return tx.update(runs).set(set).where(eq(runs.id, runId)).getSQL();
-}
-
-/** Adds new steps' rollups to the run: the greatest round, token and cost sums. */
-export async function addRollups(
-  tx: Transaction,
-  runId: number,
-  rollups: RunRollups,
-): Promise<RunRow | null> {
-  const [row] = await tx.update(runs).set(rollupsSet(rollups)).where(eq(runs.id, runId)).returning();
-  return row ?? null;
 }
 
 export async function setTerminal(tx: Transaction, runId: number, ending: RunEnding): Promise<RunRow | null> {

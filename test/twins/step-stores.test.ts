@@ -1,11 +1,12 @@
 // Twins: a step's columns are read from its JSON record (RunStep.toRecord()) by two statements, the
 // append (`append_run_steps`, migrations/repeatable/60) and `storeStepsSql` (src/db/run-writes.ts, used by
 // human requests and OTLP). The same steps stored each way must be the same rows, and
-// the rows each answers must be the rows stored.
+// the rows each answers must be the rows stored; the run's totals they add (append_run_steps, and
+// updateRunSql beside storeStepsSql) must be the same.
 import { asc, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSteps, runs } from '../../drizzle/schema.ts';
-import { appendInOneStatement, insertSteps } from '../../src/db/run-writes.ts';
+import { appendInOneStatement, insertSteps, updateRunSql, writeTogether } from '../../src/db/run-writes.ts';
 import type { StepRow } from '../../src/db/steps.ts';
 import { Limits } from '../../src/domain/limits.ts';
 import { stepRollups } from '../../src/domain/run-rollups.ts';
@@ -58,7 +59,18 @@ describe.each(backendNames)('a step stored by append_run_steps and by storeSteps
     const uuid = crypto.randomUUID();
     const [run] = await database.handle.db
       .insert(runs)
-      .values({ uuid, owner: 'alice', configuration, status: 'running' })
+      // Totals there already: the new steps' round is below the run's (the greatest stays), their tokens and
+      // cost are added.
+      .values({
+        uuid,
+        owner: 'alice',
+        configuration,
+        status: 'running',
+        rounds: 5,
+        promptTokens: 100,
+        completionTokens: 7,
+        estimatedCost: 1.5,
+      })
       .returning({ id: runs.id });
     if (!run) throw new Error('no run');
     return { uuid, id: run.id };
@@ -90,12 +102,33 @@ describe.each(backendNames)('a step stored by append_run_steps and by storeSteps
       announce: false,
     });
     expect(appended.outcome).toBe('appended');
-    const inserted = await db.transaction((tx) => insertSteps(tx, viaStore.id, built));
+    const rollups = stepRollups(built, { promptTokens: 0, completionTokens: 0 });
+    const inserted = await db.transaction(async (tx) => {
+      const rows = await insertSteps(tx, viaStore.id, built);
+      await writeTogether(tx, [updateRunSql(tx, viaStore.id, { rollups, ending: null })]);
+      return rows;
+    });
     const [rowsAppended, rowsStored] = [await stored(viaAppend.id), await stored(viaStore.id)];
     expect(rowsStored.map(columns)).toEqual(rowsAppended.map(columns));
     expect(rowsStored).toHaveLength(built.length);
     // What each answered is what it stored (ids, JSON in stored key order).
     expect(inserted).toEqual(rowsStored);
     expect(appended.outcome === 'appended' ? appended.steps : []).toEqual(rowsAppended);
+    // The run's totals: added by append_run_steps in SQL, and by updateRunSql (OTLP) alike.
+    const totals = (id: number) =>
+      db
+        .select({
+          rounds: runs.rounds,
+          promptTokens: runs.promptTokens,
+          completionTokens: runs.completionTokens,
+          estimatedCost: runs.estimatedCost,
+        })
+        .from(runs)
+        .where(eq(runs.id, id));
+    const [ofAppend, ofStore] = [await totals(viaAppend.id), await totals(viaStore.id)];
+    expect(ofStore).toEqual(ofAppend);
+    expect(ofAppend).toEqual([
+      { rounds: 5, promptTokens: 110, completionTokens: 9, estimatedCost: expect.any(Number) },
+    ]);
   });
 });
