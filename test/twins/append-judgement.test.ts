@@ -171,12 +171,20 @@ describe.each(backendNames)('the append taken at once, and the rules (%s)', (bac
         const label = `${status}, ${given.name}: rules ${accepted ? 'accept' : 'refuse'}`;
         table.push(`${label}; statement: ${atOnce.outcome}`);
         expected.push(`${label}; statement: ${accepted && OPEN.includes(status) ? 'appended' : 'judge'}`);
-        const [after] = await database.handle.db
-          .select({ tokens: runs.promptTokens })
-          .from(runs)
-          .where(eq(runs.id, run.id));
-        // A statement that asks for judgement wrote nothing.
-        if (atOnce.outcome === 'judge') expect(after?.tokens).toBe(given.promptTokens ?? 0);
+        // A statement that asks for judgement wrote nothing: no step, the run's totals as they were.
+        if (atOnce.outcome === 'judge') {
+          const [after] = await database.handle.db
+            .select({
+              tokens: runs.promptTokens,
+              steps: sql<number>`(select count(*)::int from run_steps where run_id = ${run.id})`,
+            })
+            .from(runs)
+            .where(eq(runs.id, run.id));
+          expect(after).toEqual({
+            tokens: given.promptTokens ?? 0,
+            steps: given.lastSequence === undefined ? 0 : 1,
+          });
+        }
       }
     }
     expect(table).toEqual(expected);
