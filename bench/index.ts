@@ -1,5 +1,6 @@
 import { benchFold } from './fold.ts';
 import { benchHostile } from './hostile.ts';
+import { benchLattice } from './lattice.ts';
 import { benchLive } from './live.ts';
 import { benchMcp } from './mcp.ts';
 import { benchOtlp } from './otlp.ts';
@@ -9,11 +10,12 @@ import { benchStats } from './stats.ts';
 import { dropCreatedDatabases } from './support.ts';
 import { benchTimeline } from './timeline.ts';
 
-// npm run bench [-- record | fold | stats | start | otlp | mcp | live | timeline | hostile]: every benchmark, or the ones named.
+// npm run bench [-- record | fold | stats | lattice | start | otlp | mcp | live | timeline | hostile]: every benchmark, or the ones named.
 const benchmarks: Record<string, () => Promise<void>> = {
   record: benchRecording,
   fold: benchFold,
   stats: benchStats,
+  lattice: benchLattice,
   start: benchStart,
   otlp: benchOtlp,
   timeline: benchTimeline,

@@ -31,16 +31,19 @@ const ALL_AT_TEN_MILLION = TEN_MILLION && process.argv.includes('--all');
 
 /** `--sweep`: see sweepCases. */
 const SWEEP = process.argv.includes('--sweep');
-/** The sweep's cases and every case at 10,000,000 time the plain answer once. */
-const PLAIN_ONCE = SWEEP || ALL_AT_TEN_MILLION;
+/**
+ * The sweep's cases and every case at 10,000,000 time the plain answer once;
+ * BENCH_PLAIN_ONCE=1 does so for any run (the API's times alone compared).
+ */
+const PLAIN_ONCE = SWEEP || ALL_AT_TEN_MILLION || process.env.BENCH_PLAIN_ONCE === '1';
 /** `--sparse`: time series asked with emptyBuckets: false, every row returned then a bucket with calls. */
 const SPARSE = process.argv.includes('--sparse');
 const STEPS = Number(process.env.BENCH_STEPS ?? (TEN_MILLION ? 10_000_000 : 1_000_000));
 const CHUNK = 500_000;
-const DAYS = 90;
+export const DAYS = 90;
 const REPEATS = Number(process.env.BENCH_REPEATS ?? (SWEEP ? 5 : 15));
 
-interface Shape {
+export interface Shape {
   name: string;
   owners: number;
   /** Configurations in all, and how many of them each owner uses. */
@@ -56,7 +59,7 @@ interface Shape {
   skew: number;
 }
 
-const SHAPES: Shape[] = [
+export const SHAPES: Shape[] = [
   {
     name: 'teams',
     owners: 40,
@@ -93,7 +96,7 @@ const SHAPES: Shape[] = [
     skew: 1,
   },
 ];
-const wantedShapes =
+export const wantedShapes =
   process.env.BENCH_SHAPES?.split(',') ?? (TEN_MILLION ? ['teams'] : SHAPES.map((s) => s.name));
 
 async function seed(url: string, shape: Shape, end: Date): Promise<void> {
@@ -183,8 +186,8 @@ async function measure(work: () => Promise<unknown>): Promise<number[]> {
   return times.sort((a, b) => a - b);
 }
 
-type Dimension = 'SERVER' | 'TOOL' | 'CONFIGURATION' | 'OWNER';
-interface Case {
+export type Dimension = 'SERVER' | 'TOOL' | 'CONFIGURATION' | 'OWNER';
+export interface Case {
   name: string;
   groupBy: Dimension[];
   bucket: 'HOUR' | 'DAY' | 'WEEK' | null;
@@ -206,7 +209,7 @@ function overNinetyDays(name: string, groupBy: Dimension[]): Case {
   return { name, groupBy, bucket: null, offset: 0, days: 90, restricted: false, server: false, large: false };
 }
 
-const CASES: Case[] = [
+export const CASES: Case[] = [
   {
     name: 'by server, 90 days',
     groupBy: ['SERVER'],
@@ -354,7 +357,7 @@ const SWEEP_BUCKETS: ReadonlyArray<{ bucket: 'HOUR' | 'DAY' | 'WEEK'; days: numb
  * 30 days, and with each bucket, for both actors; checked like the rest, and
  * summed up by its misses and its slowest cases rather than case by case.
  */
-function sweepCases(): Case[] {
+export function sweepCases(): Case[] {
   const groupings = Array.from({ length: 15 }, (_, bits) =>
     ALL_DIMENSIONS.filter((_, index) => ((bits + 1) >> index) & 1),
   );
@@ -534,8 +537,8 @@ async function checkCase(
  * there is one (migrated to now, its rollups kept by the migrations), and the
  * instant its steps end at; else none.
  */
-async function reusedDataSet(shape: Shape): Promise<{ url: string; end: Date } | null> {
-  if (process.env.BENCH_REUSE !== '1') return null;
+async function reusedDataSet(shape: Shape, always = false): Promise<{ url: string; end: Date } | null> {
+  if (process.env.BENCH_REUSE !== '1' && !always) return null;
   const url = databaseUrl(`runledger_bench_stats_${shape.name}${process.env.BENCH_DB_SUFFIX ?? ''}`);
   const client = new pg.Client({ connectionString: url });
   let last: Date;
@@ -587,6 +590,19 @@ async function writeTail(client: pg.Client, count: number, end: Date): Promise<v
     );
   const { rows: pending } = await client.query<{ n: string }>('SELECT count(*) AS n FROM tool_call_changes');
   console.log(`  wrote ${count} calls over the last day, not folded: ${pending[0]?.n} changes in the log`);
+}
+
+/**
+ * The kept data set of a shape (BENCH_REUSE=1's), seeded first if there is
+ * none: for measurements that read the data alone (`npm run bench -- lattice`).
+ */
+export async function keptDataSet(shape: Shape): Promise<{ url: string; end: Date }> {
+  const reused = await reusedDataSet(shape, true);
+  if (reused) return reused;
+  const url = await freshDatabase(`runledger_bench_stats_${shape.name}`, { keep: true });
+  const end = new Date();
+  await seed(url, shape, end);
+  return { url, end };
 }
 
 async function benchShape(shape: Shape): Promise<void> {
@@ -677,6 +693,7 @@ async function benchShape(shape: Shape): Promise<void> {
     console.log(
       '  every answer equals the plain GROUP BY (counts exactly, percentiles within 14% or exact under 12 ms)',
     );
+    if (!SWEEP) table(rows);
     if (PLAIN_ONCE) {
       const missed = rows.filter((row) => row.target !== 'met');
       const slowest = [...rows].sort((a, b) => Number(b['API median ms']) - Number(a['API median ms']));
@@ -684,7 +701,7 @@ async function benchShape(shape: Shape): Promise<void> {
       table(missed.length > 0 ? missed : [{ query: 'none' }]);
       console.log('  the 10 slowest:');
       table(slowest.slice(0, 10));
-    } else table(rows);
+    }
   } finally {
     await client.end();
     await pool.end();
