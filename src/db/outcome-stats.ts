@@ -465,6 +465,26 @@ function eachGroupsRows(
            lateral (${perGroup}) as g`;
 }
 
+/**
+ * The fewest fields a group of a rollup of all time fixes for its histograms
+ * to be read group by group: the groups a ranking returns, each one range of
+ * the histograms' primary key (its key fields in order). With three, a group
+ * holds a few rows (its configurations); the whole table read and joined to
+ * the groups by hash took 125 of 165 ms for owner x server x tool over 90 days
+ * on `many` (143,860 rows), where a range a group reads 15,000 rows in all.
+ */
+const HISTOGRAM_GROUP_FIELDS = 3;
+
+/** Whether a ranking's groups read their histograms of all time group by group: they fix its key's first fields. */
+function histogramsByGroup(rollup: Rollup, query: StatsQuery): boolean {
+  const grouped = new Set(query.groupBy);
+  return (
+    rollup.grain === 'all' &&
+    grouped.size >= HISTOGRAM_GROUP_FIELDS &&
+    rollup.dimensions.slice(0, grouped.size).every((field) => grouped.has(field))
+  );
+}
+
 /** Whether a query's groups are each a range of the rollup's index by group: it groups by the index's first fields. */
 function readsGroupByGroup(rollup: Rollup, query: StatsQuery): boolean {
   const grouped = new Set(query.groupBy);
@@ -529,14 +549,21 @@ async function rollupCells(
     const counts = query.histogramsOnly
       ? []
       : await rollupCells(db, rollup, { ...query, durations: false }, from, to);
+    const groups = query.onlyGroups;
     const rows = await selectRows<Row>(
       db,
-      histogramStatement(
-        rollup.histogramsTable,
-        query,
-        groupColumns(rollup, query),
-        rollupConditions(rollup, query, from, to),
-      ),
+      groups && histogramsByGroup(rollup, query)
+        ? eachGroupsRows(rollup, rollup.histogramsTable, query, groups, from, to, {
+            sums: sql`0 as ok, 0 as failed, 0 as cancelled ${histogramSums(query)}`,
+            keys: 0,
+            having: sql`count(*) > 0`,
+          })
+        : histogramStatement(
+            rollup.histogramsTable,
+            query,
+            groupColumns(rollup, query),
+            rollupConditions(rollup, query, from, to),
+          ),
     );
     return [
       ...counts,

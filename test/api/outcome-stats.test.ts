@@ -538,6 +538,69 @@ describe.each(backendNames)('tool outcome statistics (%s)', (backend) => {
     HEAVY_TEST_MS,
   );
 
+  it("reads the histograms of a ranking's groups from the rollup of all time, group by group where they fix its key's first fields, as run_steps holds them", async () => {
+    const db = api.db;
+    const { recorded } = await callsOnRecord(db);
+    const rollupRows = Object.fromEntries(
+      OUTCOME_ROLLUPS.map((rollup, i) => [rollup.name, rollup.grain === 'all' ? 1 + i : 1_000_000]),
+    );
+    const range = { from: new Date(from), to: new Date(to) };
+    const readAllTime: string[] = [];
+    for (const groupBy of [
+      // The first three and all four fields of its key (server, tool, owner, configuration): a range each.
+      ['owner', 'server', 'tool'],
+      ['owner', 'configuration', 'server', 'tool'],
+      // Not its key's first fields: read whole, joined to the groups.
+      ['configuration', 'server', 'tool'],
+      ['owner', 'configuration', 'server'],
+    ] as OutcomeDimension[][]) {
+      const query: StatsQuery = { groupBy, range, spec: null, now: range.to, recorded, rollupRows };
+      const exact = await outcomeStatsCells(db, query, 'raw');
+      // Each group's histogram summed over its cells (parts taken away are negative), groups of none left out.
+      const histograms = (cells: readonly StatsCell[]) => {
+        const byGroup = new Map<string, number[]>();
+        for (const cell of cells) {
+          const key = outcomeGroupKey(cell);
+          const sum = byGroup.get(key) ?? cell.histogram.map(() => 0);
+          cell.histogram.forEach((calls, bucket) => {
+            sum[bucket] = (sum[bucket] ?? 0) + calls;
+          });
+          byGroup.set(key, sum);
+        }
+        return [...byGroup]
+          .filter(([, sum]) => sum.some((calls) => calls !== 0))
+          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      };
+      // The groups a ranking returns (each once): every other one, and one no call is in.
+      const distinct = [...new Map(exact.map((cell) => [outcomeGroupKey(cell), cell])).values()];
+      const first = distinct[0];
+      if (!first) throw new Error('no calls');
+      const nowhere = { server: 'nowhere', toolName: 'none', configuration: 'none', owner: 'nobody' };
+      const groups: StatsCell[] = [
+        ...distinct.filter((_, i) => i % 2 === 0),
+        {
+          ...first,
+          server: groupBy.includes('server') ? nowhere.server : null,
+          toolName: groupBy.includes('tool') ? nowhere.toolName : null,
+          configuration: groupBy.includes('configuration') ? nowhere.configuration : null,
+          owner: groupBy.includes('owner') ? nowhere.owner : null,
+        },
+      ];
+      const only: StatsQuery = { ...query, onlyGroups: groups, histogramsOnly: true };
+      if (statsSegments(only).some((segment) => segment.source === 'ownerConfigurationServerToolAllTime'))
+        readAllTime.push(groupBy.join(' x '));
+      const wanted = new Set(groups.map((group) => outcomeGroupKey(group)));
+      const expected = histograms(exact.filter((cell) => wanted.has(outcomeGroupKey(cell))));
+      expect(expected.length).toBeGreaterThan(1);
+      expect([groupBy, histograms(await outcomeStatsCells(db, only))]).toEqual([groupBy, expected]);
+    }
+    // Both ways were taken: the groups of its key's first fields and others.
+    expect(readAllTime).toEqual(
+      expect.arrayContaining(['owner x server x tool', 'owner x configuration x server x tool']),
+    );
+    expect(readAllTime.length).toBeGreaterThan(2);
+  });
+
   it('ranks as if rollup rows that fell to zero were not there (the calls of deleted runs), whatever the minimum and order', async () => {
     const db = api.db;
     // Carol's calls folded, then deleted, and the deletes folded: her rows of the rollups fall to zero.
