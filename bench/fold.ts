@@ -107,25 +107,36 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
     );
     // The function of no rollup: the batch summed per day and per week, which every rollup's own
     // function does first and the fold once (taken from each rollup's time, counted once in the total).
+    // The time spent in the histogram functions (plpgsql, called a row), as PostgreSQL counts it.
+    await client.query(`SET track_functions = 'pl'`);
+    const histogramMs = async () => {
+      const { rows } = await client.query<{ ms: number }>(
+        `SELECT coalesce(sum(self_time), 0)::float8 AS ms FROM pg_stat_xact_user_functions
+          WHERE funcname IN ('tool_duration_histogram', 'tool_duration_histogram_add')`,
+      );
+      return rows[0]?.ms ?? 0;
+    };
     const timed = async (name: string, rounds: number, each?: () => Promise<number>) => {
       const times: number[] = [];
+      const histograms: number[] = [];
       let written = 0;
       for (let round = 0; round < rounds; round += 1) {
         await client.query('BEGIN');
         const before = (await each?.()) ?? 0;
+        const histogramsBefore = await histogramMs();
         const started = performance.now();
         await client.query(`SELECT ${name}(cells) FROM fold_batch`);
         times.push(performance.now() - started);
+        histograms.push((await histogramMs()) - histogramsBefore);
         written = ((await each?.()) ?? 0) - before;
         await client.query('ROLLBACK');
       }
-      return {
-        ms: quantile(
-          times.sort((a, b) => a - b),
+      const median = (values: number[]) =>
+        quantile(
+          values.sort((a, b) => a - b),
           0.5,
-        ),
-        written,
-      };
+        );
+      return { ms: median(times), histogramMs: median(histograms), written };
     };
     await client.query(addFunctionSql([], 'pg_temp.fold_cost_none'));
     const shared = (await timed('pg_temp.fold_cost_none', 5)).ms;
@@ -135,7 +146,7 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
       [`ms for ${calls} calls`]: Number(shared.toFixed(1)),
       'µs a call': perCall(shared * 1000),
     });
-    let [totalMs, totalRows] = [shared, 0];
+    let [totalMs, totalRows, totalHistogramMs] = [shared, 0, 0];
     for (const [i, rollup] of OUTCOME_ROLLUPS.entries()) {
       await client.query(addFunctionSql([rollup], `pg_temp.fold_cost_${i}`));
       // The rows its tables took in this transaction: read before and after, as the counts a backend has
@@ -147,15 +158,21 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
         );
         return Number(rows[0]?.n);
       };
-      const { ms: withShared, written } = await timed(`pg_temp.fold_cost_${i}`, 3, rowsTaken);
+      const {
+        ms: withShared,
+        histogramMs: inHistograms,
+        written,
+      } = await timed(`pg_temp.fold_cost_${i}`, 3, rowsTaken);
       const ms = Math.max(0, withShared - shared);
       totalMs += ms;
       totalRows += written;
+      totalHistogramMs += inHistograms;
       results.push({
         rollup: rollup.name,
         'rows written a call': perCall(written),
         [`ms for ${calls} calls`]: Number(ms.toFixed(1)),
         'µs a call': perCall(ms * 1000),
+        'of which histograms µs': perCall(inHistograms * 1000),
       });
     }
     results.push({
@@ -163,6 +180,7 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
       'rows written a call': perCall(totalRows),
       [`ms for ${calls} calls`]: Number(totalMs.toFixed(1)),
       'µs a call': perCall(totalMs * 1000),
+      'of which histograms µs': perCall(totalHistogramMs * 1000),
     });
   } finally {
     await client.query('DROP TABLE IF EXISTS fold_batch').catch(() => undefined);

@@ -755,7 +755,15 @@ function histogramOf(counts: Row['histogram'], from: number | null = 1): readonl
   const first = (from ?? 1) - 1;
   if (first === 0 && counts.length === DURATION_BUCKETS && counts.every((count) => typeof count === 'number'))
     return counts as number[];
-  return Array.from({ length: DURATION_BUCKETS }, (_, i) => Number(counts[i - first] ?? 0));
+  // A loop over the counts held, not a callback for each of the 65 buckets: an hourly series of 8,400
+  // groups spent a tenth of its service time here.
+  const histogram = new Array<number>(DURATION_BUCKETS).fill(0);
+  const end = Math.min(counts.length, DURATION_BUCKETS - first);
+  for (let i = Math.max(0, -first); i < end; i += 1) {
+    const count = counts[i];
+    if (count) histogram[i + first] = Number(count);
+  }
+  return histogram;
 }
 
 /** A cell whose calls are taken away when cells are summed. */
