@@ -24,7 +24,9 @@ BEGIN
      GROUP BY date_trunc('week', c.hour, 'UTC'), c.owner, c.configuration, c.server, c.tool_name, c.b);
 
   INSERT INTO stats_server_daily (day, server, ok, failed, cancelled, durations)
-  SELECT day, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT day, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(day_cells) AS c
@@ -39,7 +41,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_server_daily.durations, excluded.durations);
 
   INSERT INTO stats_server_tool_daily (day, server, tool_name, ok, failed, cancelled, durations)
-  SELECT day, server, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT day, server, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.server, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(day_cells) AS c
@@ -54,7 +58,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_server_tool_daily.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_daily (day, owner, configuration, ok, failed, cancelled, durations)
-  SELECT day, owner, configuration, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT day, owner, configuration, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(day_cells) AS c
@@ -69,7 +75,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_configuration_daily.durations, excluded.durations);
 
   INSERT INTO stats_owner_tool_daily (day, owner, tool_name, ok, failed, cancelled, durations)
-  SELECT day, owner, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT day, owner, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(day_cells) AS c
@@ -84,7 +92,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_tool_daily.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_server_daily (day, owner, configuration, server, ok, failed, cancelled, durations)
-  SELECT day, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT day, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT (c.hour AT TIME ZONE 'UTC')::date AS day, c.owner, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(day_cells) AS c
@@ -118,7 +128,9 @@ BEGIN
     calls = stats_owner_configuration_server_tool_daily_durations.calls + excluded.calls;
 
   INSERT INTO stats_server_hourly (hour, server, ok, failed, cancelled, durations)
-  SELECT hour, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT hour, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT c.hour AS hour, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(cells) AS c
@@ -133,7 +145,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_server_hourly.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_hourly (hour, owner, configuration, ok, failed, cancelled, durations)
-  SELECT hour, owner, configuration, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT hour, owner, configuration, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT c.hour AS hour, c.owner, c.configuration, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(cells) AS c
@@ -167,7 +181,9 @@ BEGIN
     calls = stats_owner_configuration_server_tool_hourly_durations.calls + excluded.calls;
 
   INSERT INTO stats_owner_weekly (week, owner, ok, failed, cancelled, durations)
-  SELECT week, owner, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -182,7 +198,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_weekly.durations, excluded.durations);
 
   INSERT INTO stats_server_tool_weekly (week, server, tool_name, ok, failed, cancelled, durations)
-  SELECT week, server, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, server, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.server, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -197,7 +215,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_server_tool_weekly.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_weekly (week, owner, configuration, ok, failed, cancelled, durations)
-  SELECT week, owner, configuration, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, configuration, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -212,7 +232,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_configuration_weekly.durations, excluded.durations);
 
   INSERT INTO stats_owner_server_weekly (week, owner, server, ok, failed, cancelled, durations)
-  SELECT week, owner, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -227,7 +249,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_server_weekly.durations, excluded.durations);
 
   INSERT INTO stats_configuration_server_weekly (week, configuration, server, ok, failed, cancelled, durations)
-  SELECT week, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, configuration, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -242,7 +266,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_configuration_server_weekly.durations, excluded.durations);
 
   INSERT INTO stats_owner_tool_weekly (week, owner, tool_name, ok, failed, cancelled, durations)
-  SELECT week, owner, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -257,7 +283,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_tool_weekly.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_server_weekly (week, owner, configuration, server, ok, failed, cancelled, durations)
-  SELECT week, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, configuration, server, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.server, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -272,7 +300,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_owner_configuration_server_weekly.durations, excluded.durations);
 
   INSERT INTO stats_configuration_tool_weekly (week, configuration, tool_name, ok, failed, cancelled, durations)
-  SELECT week, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.configuration, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -287,7 +317,9 @@ BEGIN
     durations = tool_duration_histogram_add(stats_configuration_tool_weekly.durations, excluded.durations);
 
   INSERT INTO stats_owner_configuration_tool_weekly (week, owner, configuration, tool_name, ok, failed, cancelled, durations)
-  SELECT week, owner, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT week, owner, configuration, tool_name, sum(ok), sum(failed), sum(cancelled), CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT date_trunc('week', c.hour AT TIME ZONE 'UTC')::date AS week, c.owner, c.configuration, c.tool_name, c.b, sum(c.ok)::bigint AS ok, sum(c.failed)::bigint AS failed, sum(c.cancelled)::bigint AS cancelled, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c
@@ -382,7 +414,9 @@ BEGIN
     cancelled = stats_owner_configuration_server_tool_all_time.cancelled + excluded.cancelled;
 
   INSERT INTO stats_owner_configuration_server_tool_all_time_histograms (server, tool_name, owner, configuration, durations)
-  SELECT server, tool_name, owner, configuration, tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT server, tool_name, owner, configuration, CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END
     FROM (
       SELECT c.server, c.tool_name, c.owner, c.configuration, c.b, sum(c.ok + c.failed + c.cancelled)::bigint AS calls
         FROM unnest(week_cells) AS c

@@ -191,6 +191,15 @@ export const ROLLUP_TABLES: readonly string[] = OUTCOME_ROLLUPS.flatMap(tablesOf
 
 const sums = COUNTS.map((count) => `sum(c.${count})::bigint AS ${count}`).join(', ');
 const CALLS = 'sum(c.ok + c.failed + c.cancelled)::bigint';
+/**
+ * A key's histogram from its (duration bucket, calls) pairs, `b` and `calls`,
+ * one pair a bucket: a single pair (most keys of a batch where keys are many)
+ * by array_fill, a built-in, where tool_duration_histogram is a plpgsql call
+ * a key (13 % of the fold's time on many keys); the same array either way.
+ */
+const HISTOGRAM_OF_PAIRS = `CASE WHEN count(*) = 1
+         THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
+         ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END`;
 const addCounts = (table: string) =>
   COUNTS.map((count) => `${count} = ${table}.${count} + excluded.${count}`).join(',\n    ');
 const addHistogram = (table: string) =>
@@ -229,7 +238,7 @@ function addStatements(rollup: RollupDefinition): string[] {
   if (rollup.durations === 'inline') {
     // Each key's calls per duration bucket first, then an array of them per key.
     statements.push(`INSERT INTO ${table} (${keyList}, ok, failed, cancelled, durations)
-  SELECT ${keyList}, sum(ok), sum(failed), sum(cancelled), tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT ${keyList}, sum(ok), sum(failed), sum(cancelled), ${HISTOGRAM_OF_PAIRS}
     FROM (
       SELECT ${cellKey}, c.b, ${sums}, ${CALLS} AS calls
         FROM unnest(${cells}) AS c
@@ -262,7 +271,7 @@ function addStatements(rollup: RollupDefinition): string[] {
     calls = ${durations}.calls + excluded.calls;`);
   } else if (durations) {
     statements.push(`INSERT INTO ${durations} (${keyList}, durations)
-  SELECT ${keyList}, tool_duration_histogram(array_agg(b), array_agg(calls))
+  SELECT ${keyList}, ${HISTOGRAM_OF_PAIRS}
     FROM (
       SELECT ${cellKey}, c.b, ${CALLS} AS calls
         FROM unnest(${cells}) AS c
