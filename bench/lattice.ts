@@ -23,11 +23,11 @@ import { table } from './support.ts';
  * unit is a view; a request is answered by the cheapest chosen views that
  * cover it, run_steps itself (the top view) always among them. Sizes are
  * measured on the benchmark's data sets (`npm run bench -- stats`' shapes,
- * kept between runs), the workload is that benchmark's cases, and the greedy
- * selection adds, one at a time, the view with the largest benefit (rows no
- * longer read, over every case of every shape, each shape's total weighed as
- * one) per microsecond it adds to the fold of a call, until the table budget
- * or the fold budget is spent.
+ * kept between runs); the workload is that benchmark's cases, its sweep and
+ * the viewer's series. Two selections are printed: the greedy one (the view
+ * of the largest benefit per share of the table and fold budgets it takes,
+ * until either is spent), and the catalogue (or every view) pruned of the
+ * views no request needs to read as few rows as it reads today.
  */
 
 /** A candidate rollup: its key fields (in NAME_ORDER) and its unit of time. */
