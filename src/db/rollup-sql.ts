@@ -197,7 +197,7 @@ const CALLS = 'sum(c.ok + c.failed + c.cancelled)::bigint';
  * by array_fill, a built-in, where tool_duration_histogram is a plpgsql call
  * a key (13 % of the fold's time on many keys); the same array either way.
  */
-const HISTOGRAM_OF_PAIRS = `CASE WHEN count(*) = 1
+export const HISTOGRAM_OF_PAIRS = `CASE WHEN count(*) = 1
          THEN CASE WHEN max(calls) = 0 THEN '{}'::bigint[] ELSE array_fill(max(calls), ARRAY[1], ARRAY[max(b) + 1]) END
          ELSE tool_duration_histogram(array_agg(b), array_agg(calls)) END`;
 const addCounts = (table: string) =>

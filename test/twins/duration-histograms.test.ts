@@ -2,10 +2,12 @@
 // `tool_duration_histogram` and `tool_duration_histogram_add`, migrations/repeatable/05) and read
 // back as DURATION_BUCKETS counts, added bucket by bucket (src/domain/outcome-stats.ts). Whatever
 // the bounds, the stored histogram must hold the calls the whole one does, and two added must hold
-// their sum.
+// their sum. The fold makes a key's histogram of one bucket's calls without the function
+// (HISTOGRAM_OF_PAIRS, src/db/rollup-sql.ts): the same array as the function's, or the two disagree.
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { selectRows } from '../../src/db/connection.ts';
+import { HISTOGRAM_OF_PAIRS } from '../../src/db/rollup-sql.ts';
 import { DURATION_BUCKETS } from '../../src/domain/duration-histogram.ts';
 import { backendNames, openTestDatabase } from '../support/databases.ts';
 
@@ -71,6 +73,35 @@ describe.each(backendNames)('the trimmed histograms of durations (%s)', (backend
           expect(row?.edges.map(Number).every((calls) => calls !== 0)).toBe(true);
         }
       }
+    } finally {
+      await database.dispose();
+    }
+  });
+
+  it("makes the fold's histogram of a key's (bucket, calls) pairs as tool_duration_histogram does, for one pair or several", async () => {
+    const database = await openTestDatabase(backend);
+    try {
+      const next = generator(11);
+      // Every bucket with one pair of -1 to 3 calls (zero: a call added and taken away in one batch),
+      // then random sets of pairs.
+      const cases: Pairs[] = [
+        ...Array.from({ length: DURATION_BUCKETS }, (_, bucket): Pairs => [[bucket, (bucket % 5) - 1]]),
+        ...Array.from({ length: 100 }, () => randomPairs(next)).filter((pairs) => pairs.length > 0),
+      ];
+      const values = cases.flatMap((pairs, key) =>
+        pairs.map(([bucket, calls]) => sql`(${key}::int, ${bucket}::int, ${calls}::bigint)`),
+      );
+      const rows = await selectRows<{ key: number; fast: string; function: string }>(
+        database.handle.db,
+        sql`select key, (${sql.raw(HISTOGRAM_OF_PAIRS)})::text as fast,
+                   tool_duration_histogram(array_agg(b), array_agg(calls))::text as function
+              from (values ${sql.join(values, sql`, `)}) as pairs(key, b, calls)
+             group by key order by key`,
+      );
+      expect(rows).toHaveLength(cases.length);
+      for (const row of rows) expect([row.key, row.fast]).toEqual([row.key, row.function]);
+      // Both branches were taken: keys of one pair, and of several.
+      expect(cases.some((pairs) => pairs.length > 1)).toBe(true);
     } finally {
       await database.dispose();
     }
