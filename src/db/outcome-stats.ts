@@ -475,24 +475,28 @@ function eachGroupsRows(
  */
 const HISTOGRAM_GROUP_FIELDS = 3;
 
-/** Whether a ranking's groups read their histograms of all time group by group: they fix its key's first fields. */
-function histogramsByGroup(rollup: Rollup, query: StatsQuery): boolean {
+/**
+ * Whether each group of a query is one range of keys in this order: it groups
+ * by their first fields, at least `least` of them.
+ */
+function groupsAreRanges(query: StatsQuery, keyOrder: readonly OutcomeDimension[], least: number): boolean {
   const grouped = new Set(query.groupBy);
   return (
-    rollup.grain === 'all' &&
-    grouped.size >= HISTOGRAM_GROUP_FIELDS &&
-    rollup.dimensions.slice(0, grouped.size).every((field) => grouped.has(field))
+    grouped.size >= least &&
+    grouped.size <= keyOrder.length &&
+    keyOrder.slice(0, grouped.size).every((field) => grouped.has(field))
   );
+}
+
+/** Whether a ranking's groups read their histograms of all time group by group: they fix its key's first fields. */
+function histogramsByGroup(rollup: Rollup, query: StatsQuery): boolean {
+  return rollup.grain === 'all' && groupsAreRanges(query, rollup.dimensions, HISTOGRAM_GROUP_FIELDS);
 }
 
 /** Whether a query's groups are each a range of the rollup's index by group: it groups by the index's first fields. */
 function readsGroupByGroup(rollup: Rollup, query: StatsQuery): boolean {
-  const grouped = new Set(query.groupBy);
-  return (INDEXED_BY_GROUP.get(rollup.name) ?? []).some(
-    (index) =>
-      grouped.size >= index.least &&
-      grouped.size <= index.fields.length &&
-      index.fields.slice(0, grouped.size).every((field) => grouped.has(field)),
+  return (INDEXED_BY_GROUP.get(rollup.name) ?? []).some((index) =>
+    groupsAreRanges(query, index.fields, index.least),
   );
 }
 
