@@ -320,8 +320,9 @@ async function measure(shape: string, url: string): Promise<Measured> {
  * The measurement of a data set, or with BENCH_REUSE=1 the one an earlier run
  * left in the temporary directory (the data sets are kept between runs too).
  */
-async function measuredOf(shape: string, url: string): Promise<Measured> {
-  const file = path.join(os.tmpdir(), `runledger-lattice-${shape}.json`);
+async function measuredOf(shape: string, url: string, end: Date): Promise<Measured> {
+  // Named by the data set's end, which a data set seeded again does not share: never another's.
+  const file = path.join(os.tmpdir(), `runledger-lattice-${shape}-${end.getTime()}.json`);
   if (process.env.BENCH_REUSE === '1' && fs.existsSync(file)) {
     const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as Omit<Measured, 'rows' | 'batchRowsPerCall'> & {
       rows: [string, number][];
@@ -421,8 +422,8 @@ export async function benchLattice(): Promise<void> {
   const sets: { measured: Measured; queries: Query[] }[] = [];
   for (const shape of SHAPES.filter((s) => wantedShapes.includes(s.name))) {
     const started = Date.now();
-    const { url } = await keptDataSet(shape);
-    const measured = await measuredOf(shape.name, url);
+    const { url, end } = await keptDataSet(shape);
+    const measured = await measuredOf(shape.name, url, end);
     sets.push({ measured, queries: await workloadOf(url, [...CASES, ...sweepCases(), ...VIEWER_SERIES]) });
     console.log(
       `  ${shape.name}: ${measured.calls.toLocaleString('en')} calls over ${measured.days} days measured (${((Date.now() - started) / 1000).toFixed(0)} s)`,

@@ -533,12 +533,11 @@ async function checkCase(
 }
 
 /**
- * BENCH_REUSE=1: the data set a previous run of this shape and size left, if
+ * The data set a previous run of this shape and size kept, if
  * there is one (migrated to now, its rollups kept by the migrations), and the
  * instant its steps end at; else none.
  */
-async function reusedDataSet(shape: Shape, always = false): Promise<{ url: string; end: Date } | null> {
-  if (process.env.BENCH_REUSE !== '1' && !always) return null;
+async function reusedDataSet(shape: Shape): Promise<{ url: string; end: Date } | null> {
   const url = databaseUrl(`runledger_bench_stats_${shape.name}${process.env.BENCH_DB_SUFFIX ?? ''}`);
   const client = new pg.Client({ connectionString: url });
   let last: Date;
@@ -593,30 +592,29 @@ async function writeTail(client: pg.Client, count: number, end: Date): Promise<v
 }
 
 /**
- * The kept data set of a shape (BENCH_REUSE=1's), seeded first if there is
- * none: for measurements that read the data alone (`npm run bench -- lattice`).
+ * A shape's data set: the one an earlier run kept, if `reuse` and there is
+ * one, else seeded now (and kept for the next run, if `reuse`).
  */
-export async function keptDataSet(shape: Shape): Promise<{ url: string; end: Date }> {
-  const reused = await reusedDataSet(shape, true);
-  if (reused) return reused;
-  const url = await freshDatabase(`runledger_bench_stats_${shape.name}`, { keep: true });
+async function dataSetOf(shape: Shape, reuse: boolean): Promise<{ url: string; end: Date }> {
+  const reused = reuse ? await reusedDataSet(shape) : null;
+  if (reused) {
+    console.log(`  reusing the data set of an earlier run, ending ${reused.end.toISOString()}`);
+    return reused;
+  }
+  const url = await freshDatabase(`runledger_bench_stats_${shape.name}`, { keep: reuse });
   const end = new Date();
   await seed(url, shape, end);
   return { url, end };
 }
 
+/** The kept data set of a shape, seeded first if there is none: for `npm run bench -- lattice`, which reads it alone. */
+export const keptDataSet = (shape: Shape) => dataSetOf(shape, true);
+
 async function benchShape(shape: Shape): Promise<void> {
-  const reused = await reusedDataSet(shape);
-  const url =
-    reused?.url ??
-    (await freshDatabase(`runledger_bench_stats_${shape.name}`, { keep: process.env.BENCH_REUSE === '1' }));
-  const end = reused?.end ?? new Date();
   console.log(
     `\n### shape ${shape.name}: ${STEPS.toLocaleString('en')} tool steps over ${DAYS} days, ${shape.owners} owners (skew ${shape.skew}) using ${shape.configurationsPerOwner} of ${shape.configurations} configurations each, ${shape.servers} servers x ${shape.toolsPerServer} tools, ${shape.legacy * 100}% legacy rows, ${shape.toolShare * 100}% of steps are tool calls`,
   );
-  if (reused)
-    console.log(`  reusing the data set of an earlier run (BENCH_REUSE=1), ending ${end.toISOString()}`);
-  else await seed(url, shape, end);
+  const { url, end } = await dataSetOf(shape, process.env.BENCH_REUSE === '1');
   const key = await benchKey(url);
   // Nothing folds but the rebuild: the cases run on the rollups alone, then with a tail not folded.
   const service = await startService(url, { env: { RUNLEDGER_STATS_FOLD: 'off' } });
