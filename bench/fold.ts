@@ -25,7 +25,8 @@ import { benchKey, freshDatabase, graphql, load, quantile, startService, table }
  * tools, every call at its own time over 90 days, 20,000 a statement, as a
  * bulk load of history writes them).
  *
- * BENCH_FOLD_STEPS: steps the API records while probed, each way (default 12,000).
+ * BENCH_FOLD_STEPS: steps the API records while probed, each way (default 12,000; at least 800, a
+ * batch of 100 a connection).
  * BENCH_FOLD_BACKLOG: steps of each backlog (default 200,000).
  */
 const STEPS = Number(process.env.BENCH_FOLD_STEPS ?? 12_000);
@@ -40,6 +41,11 @@ const RECORD_BATCH = `mutation ($input: RecordStepsInput!) {
 const ms = (value: number) => Number(value.toFixed(1));
 
 export async function benchFold(): Promise<void> {
+  // Batches of 100 over CONNECTIONS connections: at least a batch a connection.
+  if (!Number.isInteger(STEPS) || STEPS < 100 * CONNECTIONS)
+    throw new Error(
+      `BENCH_FOLD_STEPS must be a whole number of at least ${100 * CONNECTIONS} (a batch of 100 a connection)`,
+    );
   console.log(
     `\n## statistics folder: ${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'unknown cpu'}, load average ${os
       .loadavg()
@@ -107,9 +113,14 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
     );
     // The function of no rollup: the batch summed per day and per week, which every rollup's own
     // function does first and the fold once (taken from each rollup's time, counted once in the total).
-    // The time spent in the histogram functions (plpgsql, called a row), as PostgreSQL counts it.
-    await client.query(`SET track_functions = 'pl'`);
+    // The time spent in the histogram functions (plpgsql, called a row), as PostgreSQL counts it: a
+    // setting only a superuser may change, so for another role the column says nothing.
+    const counted = await client
+      .query(`SET track_functions = 'pl'`)
+      .then(() => true)
+      .catch(() => false);
     const histogramMs = async () => {
+      if (!counted) return Number.NaN;
       const { rows } = await client.query<{ ms: number }>(
         `SELECT coalesce(sum(self_time), 0)::float8 AS ms FROM pg_stat_xact_user_functions
           WHERE funcname IN ('tool_duration_histogram', 'tool_duration_histogram_add')`,
@@ -172,7 +183,7 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
         'rows written a call': perCall(written),
         [`ms for ${calls} calls`]: Number(ms.toFixed(1)),
         'µs a call': perCall(ms * 1000),
-        'of which histograms µs': perCall(inHistograms * 1000),
+        'of which histograms µs': counted ? perCall(inHistograms * 1000) : '-',
       });
     }
     results.push({
@@ -180,7 +191,7 @@ async function foldCostByRollup(pool: pg.Pool): Promise<Array<Record<string, str
       'rows written a call': perCall(totalRows),
       [`ms for ${calls} calls`]: Number(totalMs.toFixed(1)),
       'µs a call': perCall(totalMs * 1000),
-      'of which histograms µs': perCall(totalHistogramMs * 1000),
+      'of which histograms µs': counted ? perCall(totalHistogramMs * 1000) : '-',
     });
   } finally {
     await client.query('DROP TABLE IF EXISTS fold_batch').catch(() => undefined);
@@ -260,9 +271,15 @@ async function lagWhileRecording(
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    const recorded = await load(service.url, key, Math.round(STEPS / size), CONNECTIONS, body);
-    recording = false;
-    await probing;
+    // The probe stopped and awaited however the load ends: left running, it would query a pool closed
+    // meanwhile and hide the load's own error behind its own.
+    let recorded: Awaited<ReturnType<typeof load>>;
+    try {
+      recorded = await load(service.url, key, Math.round(STEPS / size), CONNECTIONS, body);
+    } finally {
+      recording = false;
+      await probing;
+    }
     if (recorded.errors > 0) throw new Error(`${recorded.errors} requests failed`);
     return { size, lags: lags.sort((a, b) => a - b), apiRate: Math.round(STEPS / recorded.seconds) };
   } finally {
